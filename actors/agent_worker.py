@@ -1,0 +1,88 @@
+"""Ray Data callable class that runs an agent on batches of questions.
+
+One long-lived actor holds the LLM client (and, for the tool-using agents, the per-question memory
+banks); it answers the questions of a batch concurrently on its own event loop, so throughput scales
+with questions in flight rather than with the number of actors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+from medagent.agent import build_agent
+from medagent.config import AgentConfig, LLMConfig, to_dataclass
+from medagent.llm.base import ChatModel, LLMError
+from medagent.llm.handle import DeploymentHandleChatModel
+from medagent.llm.openai_client import OpenAIChatClient
+from medagent.types import INVALID, Prediction, Question
+
+REQUIRED_INPUT_KEYS = ("id", "question")
+
+
+def validate_inputs(batch: dict[str, Any], stage: str = "AgentWorker") -> None:
+    """Names the stage and the missing column instead of failing with a bare KeyError."""
+    missing = [k for k in REQUIRED_INPUT_KEYS if k not in batch]
+    if missing:
+        raise ValueError(f"{stage}: input batch lacks required column(s) {missing}; has {sorted(batch)}")
+
+
+class AgentWorker:
+    """``map_batches`` UDF: columns ``id``, ``question`` (JSON of a ``Question``) -> ``id``, ``prediction``.
+
+    Args:
+        agent: ``AgentConfig`` as a dict.
+        llm: ``LLMConfig`` as a dict.
+        llm_endpoint: ``{"kind": "handle", "app": ..., "deployment": ...}`` for the in-cluster path or
+            ``{"kind": "http", "base_url": ...}`` for vLLM / external endpoints.
+    """
+
+    def __init__(self, agent: dict[str, Any], llm: dict[str, Any], llm_endpoint: dict[str, Any]) -> None:
+        self.agent_cfg: AgentConfig = to_dataclass(AgentConfig, agent)
+        self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
+        self.endpoint = dict(llm_endpoint)
+        # A private loop in a daemon thread: map_batches calls __call__ synchronously, and the LLM
+        # client and Serve handle must live on one loop across batches.
+        self._loop = asyncio.new_event_loop()
+        threading.Thread(target=self._loop.run_forever, name="agent-loop", daemon=True).start()
+        self._agent = asyncio.run_coroutine_threadsafe(self._build(), self._loop).result()
+        self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
+
+    async def _build(self) -> Any:
+        llm: ChatModel
+        if self.endpoint["kind"] == "handle":
+            from ray import serve
+
+            handle = serve.get_deployment_handle(self.endpoint["deployment"], app_name=self.endpoint["app"])
+            llm = DeploymentHandleChatModel(
+                handle, self.llm_cfg.served_name, max_retries=self.llm_cfg.max_retries
+            )
+        else:
+            llm = OpenAIChatClient(
+                self.endpoint["base_url"],
+                self.llm_cfg.served_name,
+                api_key_env=self.llm_cfg.api_key_env,
+                timeout_s=self.llm_cfg.request_timeout_s,
+                max_retries=self.llm_cfg.max_retries,
+            )
+        return build_agent(self.agent_cfg, llm, {"json_schema": self.llm_cfg.supports_json_schema})
+
+    async def _answer(self, q: Question) -> Prediction:
+        async with self._sem:
+            try:
+                return await self._agent.answer(q)  # type: ignore[no-any-return]
+            except LLMError as exc:
+                # The endpoint failed for this question: record it, keep the batch going. Any other
+                # exception is a bug in our code and propagates.
+                return Prediction(id=q.id, benchmark=q.benchmark, answer=INVALID, error=f"LLMError: {exc}")
+
+    async def _run(self, questions: list[Question]) -> list[Prediction]:
+        return list(await asyncio.gather(*(self._answer(q) for q in questions)))
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        validate_inputs(batch)
+        questions = [Question.from_dict(json.loads(s)) for s in batch["question"]]
+        preds = asyncio.run_coroutine_threadsafe(self._run(questions), self._loop).result()
+        return {"id": [p.id for p in preds], "prediction": [json.dumps(p.to_dict()) for p in preds]}

@@ -1,0 +1,100 @@
+"""The one place that sets replica counts, CPU/GPU shares and concurrency for every Ray component.
+
+Values come from ``conf/cluster/*.yaml`` (``ClusterConfig``); switching ``cluster=`` changes the
+resources, never the code. Builders only build: they never call ``ray.init`` or ``serve.run``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import Any
+
+from medagent.config import ClusterConfig, LLMConfig
+
+LLM_APP = "medagent-llm"
+LLM_DEPLOYMENT = "LlamaCppServer"
+LLM_ROUTE = "/llm"
+
+
+def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """Arguments for ``ray.init``. A local cluster listens on loopback only (see ../shared/STACK.md)."""
+    if cluster.loopback_only and cluster.address is None:
+        # Must be set before ray is imported by the driver, and is inherited by the workers.
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    kwargs: dict[str, Any] = {
+        "include_dashboard": cluster.include_dashboard,
+        "ignore_reinit_error": True,
+        "log_to_driver": True,
+    }
+    if cluster.address:
+        kwargs["address"] = cluster.address
+    elif cluster.num_cpus:
+        kwargs["num_cpus"] = cluster.num_cpus
+    if cluster.runtime_env:
+        kwargs["runtime_env"] = cluster.runtime_env
+    return kwargs
+
+
+def serve_http_options(cluster: ClusterConfig) -> dict[str, Any]:
+    return {"host": cluster.http_host, "port": cluster.http_port}
+
+
+def llm_deployment_options(cluster: ClusterConfig) -> dict[str, Any]:
+    return {
+        "name": LLM_DEPLOYMENT,
+        "num_replicas": cluster.llm_replicas,
+        "max_ongoing_requests": cluster.llm_max_ongoing_requests,
+        "ray_actor_options": {"num_cpus": cluster.llm_num_cpus, "num_gpus": cluster.llm_num_gpus},
+        # A replica that dies is replaced by Serve; health checks catch a wedged engine.
+        "health_check_period_s": 10,
+        "health_check_timeout_s": 60,
+    }
+
+
+def build_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> Any | None:
+    """The Serve application for ``llm``, or None for an external endpoint (``backend=openai``)."""
+    if llm.backend == "llamacpp":
+        from ray import serve
+
+        from actors.llm_deployment import LlamaCppServer
+
+        return serve.deployment(LlamaCppServer).options(**llm_deployment_options(cluster)).bind(asdict(llm))
+    if llm.backend == "vllm":
+        from actors.gpu_llm import build_vllm_app
+
+        return build_vllm_app(llm, cluster)
+    if llm.backend == "openai":
+        return None
+    raise ValueError(f"unknown llm.backend {llm.backend!r}; expected llamacpp, vllm or openai")
+
+
+def llm_endpoint(llm: LLMConfig, cluster: ClusterConfig) -> dict[str, Any]:
+    """How agent workers reach the LLM: a deployment handle in-cluster, else OpenAI HTTP."""
+    if llm.backend == "llamacpp":
+        return {"kind": "handle", "app": LLM_APP, "deployment": LLM_DEPLOYMENT}
+    if llm.backend == "vllm":
+        # ray.serve.llm's handle API streams typed vLLM objects; its OpenAI route is the stable contract.
+        return {"kind": "http", "base_url": f"http://{cluster.http_host}:{cluster.http_port}{LLM_ROUTE}/v1"}
+    if not llm.base_url:
+        raise ValueError(f"llm {llm.name!r} has backend=openai but no base_url")
+    return {"kind": "http", "base_url": llm.base_url}
+
+
+def agent_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """``map_batches`` options for ``AgentWorker``.
+
+    Workers take a fractional CPU: Ray Data hangs when actors hold every CPU of a small machine
+    (ray-project/ray#44687), and an agent worker mostly waits on the LLM anyway.
+    """
+    import ray.data
+
+    return {
+        "compute": ray.data.ActorPoolStrategy(size=cluster.num_workers),
+        "num_cpus": cluster.worker_num_cpus,
+        "num_gpus": cluster.worker_num_gpus,
+        "batch_size": cluster.batch_size,
+        # Restart a worker that died and retry its batch; the run dir de-duplicates by id.
+        "max_restarts": 3,
+        "max_task_retries": 3,
+    }

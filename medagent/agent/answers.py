@@ -1,0 +1,90 @@
+"""Turning a model's final reply into an option letter, or ``INVALID``.
+
+The rule (after lm-eval-harness): a letter is returned only when the reply commits to exactly one
+option by a recognised pattern. Anything ambiguous or absent is ``INVALID`` and is reported next to
+accuracy; it is never a guessed letter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from medagent.types import INVALID
+
+# Strongest first. Each pattern captures one letter; a tier wins only if all its matches agree.
+_JSON_FIELD = re.compile(r'"(?:answer|final_answer|choice)"\s*:\s*"\(?([A-Z])\)?(?:[.):\s][^"]*)?"')
+_TIERS: tuple[re.Pattern[str], ...] = (
+    # Words are case-insensitive, the letter is not: "the answer is a bit..." must not read as "A".
+    re.compile(r"\b(?i:(?:final\s+)?answer\s*(?:is|:)?\s*(?:option\s*)?)[\(\[]?([A-Z])[\)\]]?(?![A-Za-z])"),
+    re.compile(r"\b(?i:(?:correct|best)\s+(?:answer|option|choice)\s+is\s*)[\(\[]?([A-Z])[\)\]]?(?![A-Za-z])"),
+    re.compile(r"^\s*[\(\[]?([A-Z])[\)\].:]?\s*$"),  # the whole reply is one letter
+    re.compile(r"^\s*[\(\[]([A-Z])[\)\]]"),  # reply starts with "(B) ..."
+    re.compile(r"^\s*([A-Z])[.:)]\s"),  # reply starts with "B. ..." / "B) ..."
+)
+
+
+def parse_choice(reply: str, options: dict[str, str]) -> str:
+    """Returns the option letter the reply commits to, else ``INVALID``.
+
+    Args:
+        reply: The model's final text.
+        options: The question's options (letter -> text); letters outside them never count.
+    """
+    letters = set(options)
+    text = reply.strip()
+    if not text:
+        return INVALID
+    # 1) A JSON answer field (constrained decoding may be cut off before the closing brace).
+    found = {m.group(1).upper() for m in _JSON_FIELD.finditer(text)}
+    if found:
+        return found.pop() if len(found) == 1 and found <= letters else INVALID
+    # 2) Explicit answer phrases, then bare-letter shapes.
+    for pattern in _TIERS:
+        hits = {m.group(1).upper() for m in pattern.finditer(text)}
+        hits &= letters
+        if len(hits) == 1:
+            return hits.pop()
+        if len(hits) > 1:
+            return INVALID  # the reply names several options with the same confidence
+    # 3) The reply is exactly one option's text (a model that answers with the text, not the letter).
+    norm = _normalize(text)
+    exact = [k for k, v in options.items() if _normalize(v) == norm]
+    return exact[0] if len(exact) == 1 else INVALID
+
+
+def _normalize(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
+
+
+def parse_json_object(text: str) -> dict[str, object] | None:
+    """Returns the first JSON object embedded in ``text`` (fenced or not), or ``None``."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            obj, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(obj, dict):
+            return obj
+        start = text.find("{", start + 1)
+    return None
+
+
+def answer_schema(letters: list[str]) -> dict[str, object]:
+    """OpenAI ``response_format`` that constrains the reply to ``{"answer": <one letter>}``."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "answer",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"answer": {"type": "string", "enum": letters}},
+                "required": ["answer"],
+                "additionalProperties": False,
+            },
+        },
+    }

@@ -1,0 +1,200 @@
+"""Benchmark registry: named loaders yield normalized candidate rows, one shared validator checks them.
+
+Modelled on lm-eval-harness tasks: a loader only knows its source format. It reshapes each record into
+the normalized schema (see ``medagent.data.validate``) and yields it as a ``RawRow``; ``load_benchmark``
+runs every row through the same validator, so malformed rows are set aside with a stable reason instead
+of crashing a run or being silently dropped.
+
+A loader is ``def loader(ctx: LoadContext, **options) -> Iterator[RawRow]``. It checks its options and
+resolves its files through ``ctx.file(...)`` (which records them for checksums) *before* returning, then
+returns a lazy iterator of rows, so a bad option fails at once and ``limit`` stops reading early.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medagent.data.validate import RawRow, validate_rows
+from medagent.types import Gold, Question, Rejected
+
+ENV_VAR = "MEDAGENT_DATA"
+
+
+@dataclass
+class LoadContext:
+    """What a loader gets besides its options.
+
+    Attributes:
+        data_root: Folder holding the data sets; ``None`` only for a hub load on a machine without one.
+        benchmark: Name given to the rows; a loader may change it before returning (``jsonl`` does).
+        files: Data files read, in order.
+    """
+
+    data_root: Path | None
+    benchmark: str
+    files: list[Path] = field(default_factory=list)
+
+    def file(self, path: str | Path) -> Path:
+        """Resolve a data file (absolute, or relative to the data root), check it exists, record it."""
+        resolved = Path(path).expanduser()
+        if not resolved.is_absolute():
+            if self.data_root is None:
+                raise FileNotFoundError(f"{self.benchmark}: no data root to resolve {path}")
+            resolved = self.data_root / resolved
+        if not resolved.is_file():
+            raise FileNotFoundError(f"{self.benchmark}: data file not found: {resolved}")
+        if resolved not in self.files:
+            self.files.append(resolved)
+        return resolved
+
+
+Loader = Callable[..., Iterator[RawRow]]
+
+
+@dataclass
+class BenchmarkData:
+    """A loaded benchmark: valid ``(Question, Gold)`` pairs in file order, rejected rows, files read."""
+
+    name: str
+    pairs: list[tuple[Question, Gold]]
+    rejected: list[Rejected]
+    files: list[Path]
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def checksums(self) -> dict[str, str]:
+        """SHA-256 of every data file read, keyed by path, so a run can record exactly what it saw."""
+        out: dict[str, str] = {}
+        for path in self.files:
+            digest = hashlib.sha256()
+            with path.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    digest.update(block)
+            out[str(path)] = digest.hexdigest()
+        return out
+
+
+_REGISTRY: dict[str, Loader] = {}
+
+
+def register_benchmark(name: str) -> Callable[[Loader], Loader]:
+    """Decorator registering a loader under ``name``; returns the loader unchanged.
+
+    Raises:
+        ValueError: The name is already taken by another loader.
+    """
+
+    def decorator(fn: Loader) -> Loader:
+        if name in _REGISTRY and _REGISTRY[name] is not fn:
+            raise ValueError(f"benchmark {name!r} is already registered")
+        _REGISTRY[name] = fn
+        return fn
+
+    return decorator
+
+
+def _ensure_builtin() -> None:
+    # Lazy: loaders.py imports this module for the decorator, and code importing only the registry
+    # must still see the built-in benchmarks.
+    importlib.import_module("medagent.data.loaders")
+
+
+def list_benchmarks() -> list[str]:
+    """Return the registered benchmark names, sorted."""
+    _ensure_builtin()
+    return sorted(_REGISTRY)
+
+
+def resolve_data_root(explicit: str | Path | None = None) -> Path:
+    """Find the data folder: ``explicit`` → env ``MEDAGENT_DATA`` → ``../shared/data`` beside the repository
+    root (the folder holding ``pyproject.toml``) → ``shared/data`` inside it.
+
+    Args:
+        explicit: A path given by the caller, or ``None``.
+
+    Returns:
+        The data root.
+
+    Raises:
+        FileNotFoundError: The given/configured folder does not exist, or none was found.
+    """
+    hint = f"pass data_root=... or set the {ENV_VAR} environment variable to the shared/data folder"
+    for given, label in ((explicit, "data_root"), (os.environ.get(ENV_VAR) or None, ENV_VAR)):
+        if given is not None:
+            path = Path(given).expanduser()
+            if not path.is_dir():
+                raise FileNotFoundError(f"{label}={given} is not a directory; {hint}")
+            return path
+    root = next((p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file()), None)
+    if root is not None:
+        for candidate in (root.parent / "shared" / "data", root / "shared" / "data"):
+            if candidate.is_dir():
+                return candidate
+    raise FileNotFoundError(f"no data root found (no ../shared/data beside the repository); {hint}")
+
+
+def load_benchmark(
+    name: str, data_root: str | Path | None = None, limit: int | None = None, **options: Any
+) -> BenchmarkData:
+    """Load a registered benchmark and validate every row.
+
+    Args:
+        name: Registered benchmark name (see ``list_benchmarks``).
+        data_root: Data folder; found with ``resolve_data_root`` when ``None``.
+        limit: Keep only the first ``limit`` valid pairs (file order); reading stops there.
+        **options: Loader options. ``source_kind="hub"`` loads the same set from the Hugging Face hub
+            (needs ``datasets``; only benchmarks in ``loaders.HUB_LOADERS``).
+
+    Returns:
+        The valid pairs, the rejected rows and the files read.
+
+    Raises:
+        KeyError: Unknown benchmark name (the message lists the registered ones).
+        ValueError: Bad ``limit`` or ``source_kind``, or no hub copy of this benchmark.
+    """
+    _ensure_builtin()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown benchmark {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    loader = _REGISTRY[name]
+    kind = options.pop("source_kind", "local")
+    if kind == "hub":
+        from medagent.data.loaders import HUB_LOADERS
+
+        if name not in HUB_LOADERS:
+            raise ValueError(f"{name!r} has no hub loader; hub benchmarks: {', '.join(sorted(HUB_LOADERS))}")
+        loader = HUB_LOADERS[name]
+    elif kind != "local":
+        raise ValueError(f"source_kind must be 'local' or 'hub', got {kind!r}")
+    root: Path | None
+    try:
+        root = resolve_data_root(data_root)
+    except FileNotFoundError:
+        if kind == "local" or data_root is not None:
+            raise
+        root = None  # hub loads need no local files
+    ctx = LoadContext(data_root=root, benchmark=name)
+    rows = loader(ctx, **options)  # checks options/files now; ctx.benchmark is final after this call
+    pairs: list[tuple[Question, Gold]] = []
+    rejected: list[Rejected] = []
+    try:
+        for result in validate_rows(ctx.benchmark, rows) if limit != 0 else ():
+            if isinstance(result, Rejected):
+                rejected.append(result)
+                continue
+            pairs.append(result)
+            if limit is not None and len(pairs) >= limit:
+                break
+    finally:
+        close = getattr(rows, "close", None)
+        if close is not None:
+            close()  # stop a generator early so its open files close now, not at garbage collection
+    return BenchmarkData(name=ctx.benchmark, pairs=pairs, rejected=rejected, files=list(ctx.files))

@@ -1,0 +1,191 @@
+"""The chat-model contract every backend speaks: OpenAI ``/v1/chat/completions`` request and response.
+
+Backends (vLLM through ``ray.serve.llm``, the CPU llama.cpp deployment, any external endpoint, a
+Serve deployment handle, a scripted fake in tests) all take an OpenAI-style request dict and return an
+OpenAI-style completion dict; ``parse_chat_completion`` turns that into a typed ``ChatResponse`` in one
+place so tool-call and usage handling never forks per backend.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+class LLMError(RuntimeError):
+    """The model endpoint failed (transport error, timeout, 5xx, malformed response envelope).
+
+    Agents record it against the question (error column) instead of crashing the batch; a bug in our own
+    code is a different exception type and propagates.
+    """
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A function call requested by the model."""
+
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""
+    # Where the call was found: "native" (tool_calls field) or "text" (parsed out of the content).
+    origin: str = "native"
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class ChatResponse:
+    """One assistant turn.
+
+    Attributes:
+        content: Text content ('' when the model only called tools).
+        tool_calls: Native tool calls (text-embedded calls are parsed later by the agent's parser).
+        usage: Token counts reported by the backend.
+        finish_reason: ``stop``, ``length``, ``tool_calls``... as reported.
+        latency_s: Wall time of the request as measured by the caller.
+        model: Model name the backend reported.
+    """
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = ""
+    latency_s: float = 0.0
+    model: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that answers an OpenAI-style chat request asynchronously."""
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> ChatResponse: ...
+
+
+def build_request(
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    response_format: dict[str, Any] | None = None,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_tokens: int = 512,
+    seed: int | None = None,
+) -> dict[str, Any]:
+    """Builds the OpenAI request body shared by every backend."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "temperature": temperature,
+        "top_p": top_p,
+        "max_tokens": max_tokens,
+    }
+    if tools:
+        body["tools"] = tools
+    if response_format:
+        body["response_format"] = response_format
+    if seed is not None:
+        body["seed"] = seed
+    return body
+
+
+def parse_chat_completion(payload: dict[str, Any], latency_s: float = 0.0) -> ChatResponse:
+    """Parses an OpenAI chat-completion response dict.
+
+    Raises:
+        LLMError: The payload is an error object or lacks ``choices[0].message``.
+    """
+    if not isinstance(payload, dict):
+        raise LLMError(f"chat completion is not a JSON object: {str(payload)[:200]}")
+    if "error" in payload and "choices" not in payload:
+        raise LLMError(f"backend error: {str(payload['error'])[:500]}")
+    try:
+        choice = payload["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise LLMError(f"malformed chat completion (no choices[0].message): {str(payload)[:300]}") from exc
+    calls: list[ToolCall] = []
+    for raw in message.get("tool_calls") or []:
+        fn = raw.get("function") or {}
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                parsed = json.loads(args) if args.strip() else {}
+            except json.JSONDecodeError:
+                # Keep the malformed text so the agent can report it back to the model as an observation.
+                parsed = {"__malformed__": args}
+        else:
+            parsed = args or {}
+        calls.append(ToolCall(name=str(fn.get("name", "")), arguments=parsed, id=str(raw.get("id", ""))))
+    usage = payload.get("usage") or {}
+    return ChatResponse(
+        content=message.get("content") or "",
+        tool_calls=tuple(calls),
+        usage=Usage(
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        ),
+        finish_reason=str(choice.get("finish_reason") or ""),
+        latency_s=latency_s,
+        model=str(payload.get("model", "")),
+    )
+
+
+class CompletionChatModel:
+    """Base for backends that send a raw OpenAI request body: subclasses implement ``complete``.
+
+    Request building and response parsing live here once, so every backend behaves the same.
+    """
+
+    model: str
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> ChatResponse:
+        body = build_request(
+            self.model,
+            messages,
+            tools=tools,
+            response_format=response_format,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+            seed=seed,
+        )
+        start = time.perf_counter()
+        payload = await self.complete(body)
+        return parse_chat_completion(payload, latency_s=time.perf_counter() - start)

@@ -1,0 +1,59 @@
+"""Prompts are versioned package data (YAML), rendered strictly with Jinja2.
+
+A template that references a variable the caller did not pass raises instead of rendering an empty
+string, so a prompt can never silently lose the question or the options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+import yaml
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A named chat prompt: role -> Jinja2 template, rendered in the order given in the YAML file."""
+
+    name: str
+    version: int
+    messages: tuple[tuple[str, str], ...]
+
+    def render(self, **variables: Any) -> list[dict[str, str]]:
+        """Renders every message; a missing variable raises ``jinja2.UndefinedError``."""
+        return [
+            {"role": role, "content": _ENV.from_string(text).render(**variables).strip()}
+            for role, text in self.messages
+        ]
+
+
+def list_prompts() -> list[str]:
+    return sorted(
+        p.name[: -len(".yaml")] for p in resources.files(__package__).iterdir() if p.name.endswith(".yaml")
+    )
+
+
+@cache
+def load_prompt(name: str) -> PromptTemplate:
+    """Loads ``medagent/prompts/<name>.yaml``.
+
+    Raises:
+        FileNotFoundError: No such prompt (the message lists the known ones).
+        ValueError: The file does not have the ``version`` / ``messages`` layout.
+    """
+    path = resources.files(__package__) / f"{name}.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"no prompt named {name!r}; known: {list_prompts()}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        messages = tuple((str(m["role"]), str(m["content"])) for m in data["messages"])
+        version = int(data["version"])
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"prompt {name!r} must have 'version' and 'messages: [{{role, content}}]'") from exc
+    return PromptTemplate(name=name, version=version, messages=messages)

@@ -1,0 +1,142 @@
+"""The run directory: the only place that knows the names of a run's files.
+
+``predictions.jsonl`` is the commit log of a run: a question counts as done once its line is written
+(its trace file is written first). A rerun with the same directory skips those ids, so an interrupted
+run resumes without losing or duplicating results. A line cut short by a kill is dropped on open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from medagent.types import Gold, Prediction, Rejected
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class RunDir:
+    """Files of one run. Create with ``RunDir.create`` or open an existing path directly."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.traces_dir.mkdir(exist_ok=True)
+        self._repair_predictions()
+
+    @classmethod
+    def create(cls, run_dir: str | None, outputs_root: str | Path, name: str) -> RunDir:
+        """Opens ``run_dir`` when given, else a fresh ``<outputs_root>/<name>/<timestamp>``."""
+        if run_dir:
+            return cls(run_dir)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+        return cls(Path(outputs_root).resolve() / safe / stamp)
+
+    # Named paths -------------------------------------------------------------------------------
+    @property
+    def predictions(self) -> Path:
+        return self.root / "predictions.jsonl"
+
+    @property
+    def golds(self) -> Path:
+        return self.root / "golds.jsonl"
+
+    @property
+    def rejected(self) -> Path:
+        return self.root / "rejected.jsonl"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.json"
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "manifest.json"
+
+    @property
+    def traces_dir(self) -> Path:
+        return self.root / "traces"
+
+    def trace_path(self, question_id: str) -> Path:
+        return self.traces_dir / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', question_id)}.json"
+
+    # Predictions -------------------------------------------------------------------------------
+    def _repair_predictions(self) -> None:
+        """Drops a trailing partial line left by a process killed mid-write."""
+        p = self.predictions
+        if not p.exists():
+            return
+        data = p.read_bytes()
+        if data and not data.endswith(b"\n"):
+            cut = data.rfind(b"\n") + 1
+            with open(p, "r+b") as f:
+                f.truncate(cut)
+
+    def completed_ids(self) -> set[str]:
+        return {p.id for p in self.load_predictions()}
+
+    def append_predictions(self, preds: Iterable[Prediction]) -> int:
+        """Writes traces, then prediction lines (flushed and fsynced); returns how many were new."""
+        done = self.completed_ids()
+        n = 0
+        with open(self.predictions, "a", encoding="utf-8") as f:
+            for pred in preds:
+                if pred.id in done:  # e.g. a retried batch that had already been written
+                    continue
+                record = pred.to_dict()
+                trace = record.pop("trace")
+                _atomic_write(self.trace_path(pred.id), json.dumps({"id": pred.id, "trace": trace}, indent=1))
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+                done.add(pred.id)
+                n += 1
+            f.flush()
+            os.fsync(f.fileno())
+        return n
+
+    def load_predictions(self, with_traces: bool = False) -> list[Prediction]:
+        if not self.predictions.exists():
+            return []
+        out: list[Prediction] = []
+        seen: set[str] = set()
+        for line in self.predictions.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            pred = Prediction.from_dict(json.loads(line))
+            if pred.id in seen:
+                continue
+            seen.add(pred.id)
+            if with_traces and self.trace_path(pred.id).exists():
+                pred.trace = json.loads(self.trace_path(pred.id).read_text())["trace"]
+            out.append(pred)
+        return out
+
+    # Golds, rejected rows, JSON documents -------------------------------------------------------
+    def write_golds(self, golds: Iterable[Gold]) -> None:
+        _atomic_write(self.golds, "".join(json.dumps(g.to_dict(), ensure_ascii=False) + "\n" for g in golds))
+
+    def load_golds(self) -> dict[str, Gold]:
+        if not self.golds.exists():
+            return {}
+        golds = (Gold.from_dict(json.loads(x)) for x in self.golds.read_text(encoding="utf-8").splitlines() if x)
+        return {g.id: g for g in golds}
+
+    def write_rejected(self, rows: Iterable[Rejected]) -> int:
+        lines = [json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rows]
+        _atomic_write(self.rejected, "".join(lines))
+        return len(lines)
+
+    def write_json(self, path: Path, obj: Any) -> None:
+        _atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+    def read_json(self, path: Path) -> Any:
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
