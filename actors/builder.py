@@ -49,6 +49,8 @@ def llm_deployment_options(cluster: ClusterConfig) -> dict[str, Any]:
         # A replica that dies is replaced by Serve; health checks catch a wedged engine.
         "health_check_period_s": 10,
         "health_check_timeout_s": 60,
+        # One access-log line per LLM call drowns the driver's output; Serve metrics still count them.
+        "logging_config": {"enable_access_log": False},
     }
 
 
@@ -59,7 +61,7 @@ def build_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> Any | None:
 
         from actors.llm_deployment import LlamaCppServer
 
-        return serve.deployment(LlamaCppServer).options(**llm_deployment_options(cluster)).bind(asdict(llm))
+        return serve.deployment(LlamaCppServer, **llm_deployment_options(cluster)).bind(asdict(llm))
     if llm.backend == "vllm":
         from actors.gpu_llm import build_vllm_app
 

@@ -17,7 +17,9 @@ _JSON_FIELD = re.compile(r'"(?:answer|final_answer|choice)"\s*:\s*"\(?([A-Z])\)?
 _TIERS: tuple[re.Pattern[str], ...] = (
     # Words are case-insensitive, the letter is not: "the answer is a bit..." must not read as "A".
     re.compile(r"\b(?i:(?:final\s+)?answer\s*(?:is|:)?\s*(?:option\s*)?)[\(\[]?([A-Z])[\)\]]?(?![A-Za-z])"),
-    re.compile(r"\b(?i:(?:correct|best)\s+(?:answer|option|choice)\s+is\s*)[\(\[]?([A-Z])[\)\]]?(?![A-Za-z])"),
+    re.compile(
+        r"\b(?i:(?:correct|best)\s+(?:answer|option|choice)\s+is\s*)[\(\[]?([A-Z])[\)\]]?(?![A-Za-z])"
+    ),
     re.compile(r"^\s*[\(\[]?([A-Z])[\)\].:]?\s*$"),  # the whole reply is one letter
     re.compile(r"^\s*[\(\[]([A-Z])[\)\]]"),  # reply starts with "(B) ..."
     re.compile(r"^\s*([A-Z])[.:)]\s"),  # reply starts with "B. ..." / "B) ..."

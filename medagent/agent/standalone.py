@@ -64,7 +64,10 @@ class StandaloneAgent:
             answer=answer,
             raw=resp.content,
             trace=[step],
-            usage={"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens},
+            usage={
+                "prompt_tokens": resp.usage.prompt_tokens,
+                "completion_tokens": resp.usage.completion_tokens,
+            },
             latency_s=time.perf_counter() - start,
         )
 

@@ -24,7 +24,13 @@ Mapper = Callable[[int, dict[str, Any]], dict[str, Any]]
 
 YES_NO = {"A": "yes", "B": "no"}
 YES_NO_MAYBE = {"A": "yes", "B": "no", "C": "maybe"}
-_LETTER_OF = {"yes": "A", "no": "B", "maybe": "C"}
+
+
+def _letter(label: Any, options: dict[str, str]) -> Any:
+    """Map a label ("Yes", "no", ...) to its option letter; anything else passes through for the validator."""
+    if not isinstance(label, str):
+        return label
+    return next((k for k, v in options.items() if v == label.strip().lower()), label)
 
 
 def iter_jsonl(path: Path) -> Iterator[RawRow]:
@@ -53,7 +59,7 @@ def iter_jsonl(path: Path) -> Iterator[RawRow]:
 
 
 def _map_rows(rows: Iterable[RawRow], fn: Mapper) -> Iterator[RawRow]:
-    """Apply ``fn(index, record)`` to parsed dict rows; errors and non-objects pass through to the validator."""
+    """Apply ``fn(index, record)`` to parsed dict rows; errors and non-objects go on to the validator."""
     for raw in rows:
         if raw.error is None and isinstance(raw.data, dict):
             yield RawRow(raw.row, fn(raw.row - 1, raw.data))
@@ -98,7 +104,7 @@ def parse_choices(choices: str) -> dict[str, str]:
             break
         marks.append((letter, found.start(), found.end()))
         pos = found.end()
-    ends = [start for _, start, _ in marks[1:]] + [len(choices)]
+    ends = [start for _, start, _ in marks[1:]] + [len(choices)] if marks else []
     return {letter: choices[end:stop].strip() for (letter, _, end), stop in zip(marks, ends, strict=True)}
 
 
@@ -129,12 +135,8 @@ def _usmle_loader(name: str, step: str, filename: str) -> Loader:
         return _usmle_rows(ctx.file(f"usmle_sample_exam/{filename}"), step, source)
 
     load.__name__ = f"load_{name}"
-    load.__doc__ = f"""USMLE sample exam ``{filename}``; ids ``{step}-<position in file>``.
-
-    Args:
-        ctx: Load context.
-        source: Keep only items whose ``source`` contains this substring (e.g. ``"Jan 2024"``).
-    """
+    # Option ``source``: keep only items whose release (``source`` field) contains it, e.g. "Jan 2024".
+    load.__doc__ = f"USMLE sample exam ``{filename}``; ids ``{step}-<position in file>``; option ``source``."
     return load
 
 
@@ -168,9 +170,9 @@ def load_medqa(ctx: LoadContext, path: str = "medqa_us/phrases_no_exclude_test.j
 
 def _drop_none_options(options: Any) -> Any:
     # 67 of 125 items pad a 4-option question with "E": "None"; a dummy option is not an answer choice.
-    if not isinstance(options, dict):
-        return options
-    return {k: v for k, v in options.items() if v is not None and not (isinstance(v, str) and v.strip() == "None")}
+    if isinstance(options, dict):
+        options = {k: v for k, v in options.items() if v is not None and str(v).strip() != "None"}
+    return options
 
 
 @register_benchmark("medexpqa")
@@ -209,13 +211,12 @@ def load_medexpqa(
 
 
 def _pubmedqa_row(pmid: str, rec: dict[str, Any]) -> dict[str, Any]:
-    decision = rec.get("final_decision")
+    decision = rec.get("final_decision")  # an unknown label passes through, so the validator refuses it
     return {
         "id": f"pubmedqa-{pmid}",
         "question": rec.get("QUESTION"),
         "options": dict(YES_NO_MAYBE),
-        # An unknown label is passed through unchanged so the validator refuses it.
-        "answer": _LETTER_OF.get(decision.strip().lower(), decision) if isinstance(decision, str) else decision,
+        "answer": _letter(decision, YES_NO_MAYBE),
         # The abstract's conclusion states the answer: it is reference material, not agent input.
         "explanation": rec.get("LONG_ANSWER"),
         "metadata": {key.lower(): rec.get(key) for key in ("CONTEXTS", "LABELS", "MESHES", "YEAR")},
@@ -223,7 +224,9 @@ def _pubmedqa_row(pmid: str, rec: dict[str, Any]) -> dict[str, Any]:
 
 
 @register_benchmark("pubmedqa")
-def load_pubmedqa(ctx: LoadContext, path: str = "mirage_rawdata/pubmedqa/data/test_set.json") -> Iterator[RawRow]:
+def load_pubmedqa(
+    ctx: LoadContext, path: str = "mirage_rawdata/pubmedqa/data/test_set.json"
+) -> Iterator[RawRow]:
     """PubMedQA PQA-L test set as in MIRAGE (500), options {A: yes, B: no, C: maybe}; ids ``pubmedqa-<PMID>``.
 
     The question alone is ``Question.text``; the abstract paragraphs are in ``metadata["contexts"]``.
@@ -244,13 +247,14 @@ def _bioasq_row(task: int, batch: str, q: dict[str, Any]) -> dict[str, Any]:
     if isinstance(answer, list) and len(answer) == 1:
         answer = answer[0]
     ideal = q.get("ideal_answer")
+    if isinstance(ideal, list):
+        ideal = ideal[0] if ideal else None
     return {
         "id": None if q.get("id") is None else f"bioasq-{q['id']}",
         "question": q.get("body"),
         "options": dict(YES_NO),
-        # One 8b answer is "Yes"; case is not meaningful. "maybe" is not an option here.
-        "answer": {"yes": "A", "no": "B"}.get(answer.strip().lower(), answer) if isinstance(answer, str) else answer,
-        "explanation": ideal[0] if isinstance(ideal, list) and ideal else ideal if isinstance(ideal, str) else None,
+        "answer": _letter(answer, YES_NO),  # one 8b answer is "Yes": case is not meaningful
+        "explanation": ideal,
         "metadata": {"task": f"{task}b", "batch": batch},
     }
 
@@ -271,8 +275,7 @@ def load_bioasq(ctx: LoadContext, tasks: Iterable[int] = (11, 10, 9, 8, 7)) -> I
         ctx: Load context.
         tasks: BioASQ task numbers, in reading order.
     """
-    if ctx.data_root is None:
-        raise FileNotFoundError("bioasq needs a data root")
+    assert ctx.data_root is not None  # load_benchmark always resolves one for local loaders
     batches: list[tuple[int, Path]] = []
     for task in tasks:
         folder = ctx.data_root / "mirage_rawdata" / "bioasq" / f"Task{task}BGoldenEnriched"
@@ -284,13 +287,11 @@ def load_bioasq(ctx: LoadContext, tasks: Iterable[int] = (11, 10, 9, 8, 7)) -> I
     def rows() -> Iterator[RawRow]:
         row = 0
         for task, path in batches:
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                questions = json.load(fh).get("questions", [])
-            for q in questions:
+            for q in json.loads(gzip.decompress(path.read_bytes())).get("questions", []):
                 if isinstance(q, dict) and q.get("type") != "yesno":
                     continue
                 row += 1
-                batch = path.name.split("_")[0]
+                batch = path.name.split("_")[0]  # "11B1"
                 yield RawRow(row, _bioasq_row(task, batch, q) if isinstance(q, dict) else q)
 
     return rows()
@@ -321,14 +322,14 @@ def _hub_dataset(repo: str, config: str | None, split: str, revision: str | None
 
 
 def hub_medqa(ctx: LoadContext, split: str = "test", revision: str | None = None) -> Iterator[RawRow]:
-    """MedQA-USMLE 4-option from ``GBaker/MedQA-USMLE-4-options`` (same fields and order as the local file)."""
+    """MedQA-USMLE 4-option test from ``GBaker/MedQA-USMLE-4-options`` (fields as in the local file)."""
     return _enumerate(_hub_dataset("GBaker/MedQA-USMLE-4-options", None, split, revision), _medqa_row)
 
 
 def hub_medexpqa(ctx: LoadContext, split: str = "test", revision: str | None = None) -> Iterator[RawRow]:
-    """MedExpQA English from ``HiTZ/MedExpQA`` config ``en``: options keyed "1".."5", answer an int.
+    """MedExpQA English from ``HiTZ/MedExpQA`` ``en`` (options keyed "1".."5", ``correct_option`` an int).
 
-    Ids are ``medexpqa-<position>``, which matches the local ``idx`` when the hub order is the origin's.
+    Ids are ``medexpqa-<position>``: the local ``idx`` if the hub keeps the origin's order.
     """
 
     def to_row(index: int, rec: dict[str, Any]) -> dict[str, Any]:
@@ -365,9 +366,9 @@ def hub_pubmedqa(
                 yield RawRow(row, {"id": f"pubmedqa-{pmid}"})  # refused as "missing field: question"
                 continue
             abstract = r.get("context") or {}
-            rec = {"QUESTION": r.get("question"), "final_decision": r.get("final_decision"),
-                   "LONG_ANSWER": r.get("long_answer"), "CONTEXTS": abstract.get("contexts"),
-                   "LABELS": abstract.get("labels"), "MESHES": abstract.get("meshes")}
+            names = {"QUESTION": "question", "final_decision": "final_decision", "LONG_ANSWER": "long_answer"}
+            rec = {ours: r.get(theirs) for ours, theirs in names.items()}
+            rec.update({key.upper(): abstract.get(key) for key in ("contexts", "labels", "meshes")})
             yield RawRow(row, _pubmedqa_row(pmid, rec))
 
     return rows()

@@ -113,8 +113,8 @@ def list_benchmarks() -> list[str]:
 
 
 def resolve_data_root(explicit: str | Path | None = None) -> Path:
-    """Find the data folder: ``explicit`` → env ``MEDAGENT_DATA`` → ``../shared/data`` beside the repository
-    root (the folder holding ``pyproject.toml``) → ``shared/data`` inside it.
+    """Find the data folder: ``explicit`` → env ``MEDAGENT_DATA`` → ``../shared/data`` beside the
+    repository root (the folder holding ``pyproject.toml``) → ``shared/data`` inside it.
 
     Args:
         explicit: A path given by the caller, or ``None``.
@@ -141,12 +141,12 @@ def resolve_data_root(explicit: str | Path | None = None) -> Path:
 
 
 def load_benchmark(
-    name: str, data_root: str | Path | None = None, limit: int | None = None, **options: Any
+    name: str, /, data_root: str | Path | None = None, limit: int | None = None, **options: Any
 ) -> BenchmarkData:
     """Load a registered benchmark and validate every row.
 
     Args:
-        name: Registered benchmark name (see ``list_benchmarks``).
+        name: Registered benchmark name; positional-only, so a loader option may be ``name`` too.
         data_root: Data folder; found with ``resolve_data_root`` when ``None``.
         limit: Keep only the first ``limit`` valid pairs (file order); reading stops there.
         **options: Loader options. ``source_kind="hub"`` loads the same set from the Hugging Face hub

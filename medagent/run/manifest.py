@@ -14,8 +14,21 @@ from typing import Any
 
 # Packages whose versions change results; recorded in every manifest.
 TRACKED_PACKAGES = (
-    "medagent", "ray", "torch", "transformers", "sentence-transformers", "xllamacpp", "vllm", "faiss-cpu",
-    "faiss-gpu", "numpy", "pyarrow", "hydra-core", "bert-score", "bm25s", "networkx",
+    "medagent",
+    "ray",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "xllamacpp",
+    "vllm",
+    "faiss-cpu",
+    "faiss-gpu",
+    "numpy",
+    "pyarrow",
+    "hydra-core",
+    "bert-score",
+    "bm25s",
+    "networkx",
 )
 
 
@@ -27,7 +40,11 @@ def git_sha(start: Path | None = None) -> str | None:
             ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=5
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None

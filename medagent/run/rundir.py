@@ -127,7 +127,9 @@ class RunDir:
     def load_golds(self) -> dict[str, Gold]:
         if not self.golds.exists():
             return {}
-        golds = (Gold.from_dict(json.loads(x)) for x in self.golds.read_text(encoding="utf-8").splitlines() if x)
+        golds = (
+            Gold.from_dict(json.loads(x)) for x in self.golds.read_text(encoding="utf-8").splitlines() if x
+        )
         return {g.id: g for g in golds}
 
     def write_rejected(self, rows: Iterable[Rejected]) -> int:

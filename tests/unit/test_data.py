@@ -9,11 +9,17 @@ from typing import Any
 
 import pytest
 
-from medagent.data import BenchmarkData, list_benchmarks, load_benchmark, register_benchmark, resolve_data_root
-from medagent.data import registry
+from medagent.data import (
+    BenchmarkData,
+    list_benchmarks,
+    load_benchmark,
+    register_benchmark,
+    registry,
+    resolve_data_root,
+)
 from medagent.data.loaders import parse_choices
 from medagent.data.validate import RAW_LIMIT, RawRow, validate_row
-from medagent.types import Rejected
+from medagent.types import Gold, Rejected
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +57,9 @@ def test_real_counts(data_root: Path, name: str, n_valid: int, n_files: int) -> 
     assert data.rejected == []  # every shipped row is valid, and no id repeats
     assert len({q.id for q, _ in data.pairs}) == n_valid
     assert all(q.id == g.id and q.benchmark == name for q, g in data.pairs)
-    assert all(g.answer in (q.options or {}) and g.answer_text == (q.options or {})[g.answer] for q, g in data.pairs)
+    assert all(
+        g.answer in (q.options or {}) and g.answer_text == (q.options or {})[g.answer] for q, g in data.pairs
+    )
     assert len(data.files) == n_files and all(p.is_file() for p in data.files)
     sums = data.checksums()
     assert len(sums) == n_files and all(len(h) == 64 for h in sums.values())
@@ -59,8 +67,17 @@ def test_real_counts(data_root: Path, name: str, n_valid: int, n_files: int) -> 
 
 def test_registered_names() -> None:
     names = list_benchmarks()
-    for name in ("usmle_step1", "usmle_step2", "usmle_step3", "usmle_ethics", "medqa", "medexpqa", "pubmedqa",
-                 "bioasq", "jsonl"):
+    for name in (
+        "usmle_step1",
+        "usmle_step2",
+        "usmle_step3",
+        "usmle_ethics",
+        "medqa",
+        "medexpqa",
+        "pubmedqa",
+        "bioasq",
+        "jsonl",
+    ):
         assert name in names
 
 
@@ -104,10 +121,12 @@ def test_bioasq_yes_no(data_root: Path) -> None:
     data = _load("bioasq", data_root)
     assert Counter(g.answer for _, g in data.pairs) == {"A": 395, "B": 223}  # 394 "yes" + 1 "Yes"
     assert all(q.options == {"A": "yes", "B": "no"} for q, _ in data.pairs)
-    assert not [r for r in data.rejected if r.reason.startswith("duplicate id")]  # no id repeats across batches
+    assert not [
+        r for r in data.rejected if r.reason.startswith("duplicate id")
+    ]  # no id repeats across batches
     tasks = [q.metadata["task"] for q, _ in data.pairs]
     assert tasks == sorted(tasks, key=lambda t: -int(t[:-1]))  # 11b first, 7b last
-    assert Counter(tasks) == {"11b": 135, "10b": 150, "9b": 118, "8b": 115, "7b": 100}
+    assert Counter(tasks) == {"11b": 86, "10b": 123, "9b": 117, "8b": 152, "7b": 140}
     assert [p.name for p in data.files[:2]] == ["11B1_golden.json.gz", "11B2_golden.json.gz"]
     assert data.pairs[0][0].id.startswith("bioasq-")
 
@@ -117,11 +136,20 @@ def test_bioasq_yes_no(data_root: Path) -> None:
 
 def test_parse_choices_plain_and_edge_cases() -> None:
     assert parse_choices("(A) BMI (B) Family history (C) Medication use") == {
-        "A": "BMI", "B": "Family history", "C": "Medication use"}
+        "A": "BMI",
+        "B": "Family history",
+        "C": "Medication use",
+    }
     # Missing space after the marker, as in several 2021 items.
-    assert parse_choices("(A)Granulosa tumor (B) Ovarian carcinoid") == {"A": "Granulosa tumor", "B": "Ovarian carcinoid"}
+    assert parse_choices("(A)Granulosa tumor (B) Ovarian carcinoid") == {
+        "A": "Granulosa tumor",
+        "B": "Ovarian carcinoid",
+    }
     # "(D)" inside an option is text when a real "(D)" marker follows.
-    assert parse_choices("(C) Rh o(D) immune globulin (D) Amniocentesis")["C"] == "Rh o(D) immune globulin"
+    parsed = parse_choices("(A) Titer (B) Ultrasonography (C) Rh o(D) immune globulin (D) Amniocentesis")
+    assert parsed["C"] == "Rh o(D) immune globulin" and parsed["D"] == "Amniocentesis"
+    # A glued marker is used when no spaced one follows.
+    assert parse_choices("(A) MRI with gadolinium(B) CT") == {"A": "MRI with gadolinium", "B": "CT"}
     assert parse_choices("no markers here") == {}
 
 
@@ -129,16 +157,31 @@ def test_usmle_options_parsing(data_root: Path) -> None:
     step1 = {q.id: (q, g) for q, g in _load("usmle_step1", data_root).pairs}
     q, g = step1["step1-19"]  # nine options, A..I
     assert list(q.options or {}) == list("ABCDEFGHI") and q.options and q.options["I"] == "Z → Y"
-    assert Counter(len(q.options or {}) for q, _ in step1.values()) == {5: 259, 6: 37, 4: 21, 8: 4, 7: 3, 9: 1}
+    assert Counter(len(q.options or {}) for q, _ in step1.values()) == {
+        5: 259,
+        6: 37,
+        4: 21,
+        8: 4,
+        7: 3,
+        9: 1,
+    }
     assert step1["step1-0"][0].metadata == {
-        "source": "Step 1 Free 119 Jan 2024", "question_number": 1, "question_type": "medical", "meta_info": "step1"}
+        "source": "Step 1 Free 119 Jan 2024",
+        "question_number": 1,
+        "question_type": "medical",
+        "meta_info": "step1",
+    }
     assert step1["step1-123"][0].metadata["question_type"] is None  # the one record without the field
 
     step2 = {q.id: (q, g) for q, g in _load("usmle_step2", data_root).pairs}
     q, g = step2["step2-228"]  # glued marker: "gadolinium(D) CT angiography"
-    assert q.options == {"A": "Adenosine stress test", "B": "Cardiac catheterization",
-                         "C": "Cardiac MRI with gadolinium", "D": "CT angiography",
-                         "E": "Echocardiography with bubble study"}
+    assert q.options == {
+        "A": "Adenosine stress test",
+        "B": "Cardiac catheterization",
+        "C": "Cardiac MRI with gadolinium",
+        "D": "CT angiography",
+        "E": "Echocardiography with bubble study",
+    }
     assert g.answer == "E"
     assert len(step2["step2-46"][0].options or {}) == 10  # the largest item, A..J
     assert step2["step2-316"][0].options and step2["step2-316"][0].options["D"] == "Amniocentesis"
@@ -218,7 +261,7 @@ def test_jsonl_rejects_each_kind_of_bad_row(tmp_path: Path) -> None:
     assert [q.id for q, _ in data.pairs] == ["q0", "q1", "q2"]
     assert all(q.benchmark == "mixed" for q, _ in data.pairs)
     q2, g2 = data.pairs[2]
-    assert g2 == g2.__class__(id="q2", answer="B", answer_text="y", explanation="why") and q2.metadata == {"k": 1}
+    assert g2 == Gold(id="q2", answer="B", answer_text="y", explanation="why") and q2.metadata == {"k": 1}
     assert len(data.rejected) == len(BAD_ROWS)
     for rejected, (_, reason) in zip(data.rejected, BAD_ROWS, strict=True):
         assert rejected.reason.startswith(reason), (rejected, reason)
@@ -242,7 +285,9 @@ def test_jsonl_name_relative_path_and_limit(tmp_path: Path) -> None:
 
 def test_validate_row_direct() -> None:
     rejected = validate_row("b", 7, "just a string")
-    assert isinstance(rejected, Rejected) and rejected.reason.startswith("not an object") and rejected.row == 7
+    assert (
+        isinstance(rejected, Rejected) and rejected.reason.startswith("not an object") and rejected.row == 7
+    )
     long = {**_good(0), "answer": "Z", "question": "x" * 5000}
     rejected = validate_row("b", 1, long)
     assert isinstance(rejected, Rejected) and len(rejected.raw) <= RAW_LIMIT and rejected.id == "q0"

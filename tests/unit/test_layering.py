@@ -1,0 +1,43 @@
+"""Architecture rules: the library imports without Ray; only pipelines/ start the world."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_library_imports_without_ray_or_gpu_stack() -> None:
+    modules = sorted(
+        ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        for p in (REPO / "medagent").rglob("*.py")
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}: importlib.import_module(m)\n"
+        "bad = [m for m in ('ray', 'vllm', 'xllamacpp', 'faiss') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_world_starters_only_in_pipelines() -> None:
+    pattern = re.compile(r"\b(ray\.init|serve\.run|hydra\.main)\s*\(")
+    offenders = [
+        str(p.relative_to(REPO))
+        for d in ("medagent", "actors")
+        for p in (REPO / d).rglob("*.py")
+        if pattern.search(p.read_text())
+    ]
+    assert offenders == []
+
+
+def test_modules_stay_small() -> None:
+    big = [
+        (str(p.relative_to(REPO)), n)
+        for d in ("medagent", "actors", "pipelines")
+        for p in (REPO / d).rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 450
+    ]
+    assert big == []

@@ -1,0 +1,51 @@
+from pathlib import Path
+
+from medagent.run import RunDir, build_manifest
+from medagent.types import Gold, Prediction, Rejected
+
+
+def _p(i: str) -> Prediction:
+    return Prediction(id=i, benchmark="t", answer="A", trace=[{"step": 0, "kind": "final_answer"}])
+
+
+def test_append_resume_and_no_duplicates(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    assert rd.append_predictions([_p("a"), _p("b")]) == 2
+    assert rd.append_predictions([_p("b"), _p("c")]) == 1  # "b" was already committed
+    reopened = RunDir(tmp_path / "run")
+    assert reopened.completed_ids() == {"a", "b", "c"}
+    preds = reopened.load_predictions(with_traces=True)
+    assert [p.id for p in preds] == ["a", "b", "c"]
+    assert preds[0].trace == [{"step": 0, "kind": "final_answer"}]
+    # predictions.jsonl stays lean: traces live in their own files
+    assert '"trace"' not in rd.predictions.read_text()
+
+
+def test_partial_last_line_from_a_kill_is_dropped(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path)
+    rd.append_predictions([_p("a")])
+    with open(rd.predictions, "a") as f:
+        f.write('{"id": "b", "benchm')  # process killed mid-write
+    rd2 = RunDir(tmp_path)
+    assert rd2.completed_ids() == {"a"}
+    rd2.append_predictions([_p("b")])
+    assert rd2.completed_ids() == {"a", "b"}
+
+
+def test_golds_rejected_and_manifest(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path)
+    rd.write_golds([Gold(id="a", answer="B", answer_text="x")])
+    assert rd.load_golds()["a"].answer == "B"
+    assert rd.write_rejected([Rejected(benchmark="t", row=3, reason="empty question")]) == 1
+    data = tmp_path / "data.jsonl"
+    data.write_text("{}\n")
+    m1 = build_manifest({"limit": 3}, [data])
+    m2 = build_manifest({"limit": 3}, [data], previous=m1)
+    assert len(m2["history"]) == 2
+    assert m2["data_checksums"][str(data)] == m1["data_checksums"][str(data)]
+    assert "ray" in m2["packages"] and m2["config"] == {"limit": 3}
+
+
+def test_create_names_a_fresh_dir(tmp_path: Path) -> None:
+    rd = RunDir.create(None, tmp_path, "medqa-standalone")
+    assert rd.root.parent == (tmp_path / "medqa-standalone").resolve()
