@@ -61,7 +61,8 @@ def build_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> Any | None:
 
         from actors.llm_deployment import LlamaCppServer
 
-        return serve.deployment(LlamaCppServer, **llm_deployment_options(cluster)).bind(asdict(llm))
+        deployment = serve.deployment(**llm_deployment_options(cluster))(LlamaCppServer)
+        return deployment.bind(asdict(llm))
     if llm.backend == "vllm":
         from actors.gpu_llm import build_vllm_app
 
