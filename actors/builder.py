@@ -97,7 +97,6 @@ def agent_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
         "num_cpus": cluster.worker_num_cpus,
         "num_gpus": cluster.worker_num_gpus,
         "batch_size": cluster.batch_size,
-        # Restart a worker that died and retry its batch; the run dir de-duplicates by id.
-        "max_restarts": 3,
-        "max_task_retries": 3,
+        # Ray Data already restarts dead pool actors and retries their batches without limit
+        # (max_restarts=-1, max_task_retries=-1); the run dir de-duplicates any retried batch by id.
     }

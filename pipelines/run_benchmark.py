@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -30,54 +31,63 @@ class ErrorBudgetExceeded(RuntimeError):
     """Too many questions failed: the run stops instead of producing a meaningless score."""
 
 
-def _answer_with_ray(cfg: RunConfig, todo: list[Question], rd: RunDir) -> None:
-    from actors.agent_worker import AgentWorker
-    from actors.builder import (
-        LLM_APP,
+def deploy_llm(cfg: RunConfig) -> None:
+    """Deploys the LLM application on the running Ray cluster (no-op for an external endpoint)."""
+    from ray import serve
+
+    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, serve_http_options
+
+    app = build_llm_app(cfg.llm, cfg.cluster)
+    if app is None:
+        return
+    serve.start(http_options=serve_http_options(cfg.cluster))
+    start = time.perf_counter()
+    serve.run(app, name=LLM_APP, route_prefix=LLM_ROUTE)
+    log.info(
+        "LLM %s served in %.1fs at http://%s:%d%s",
+        cfg.llm.name,
+        time.perf_counter() - start,
+        cfg.cluster.http_host,
+        cfg.cluster.http_port,
         LLM_ROUTE,
-        agent_worker_map_kwargs,
-        build_llm_app,
-        llm_endpoint,
-        serve_http_options,
     )
 
-    with ray_session(cfg.cluster) as ray:
-        from ray import serve
 
-        app = build_llm_app(cfg.llm, cfg.cluster)
-        if app is not None:
-            serve.start(http_options=serve_http_options(cfg.cluster))
-            start = time.perf_counter()
-            serve.run(app, name=LLM_APP, route_prefix=LLM_ROUTE)
-            log.info(
-                "LLM %s served in %.1fs at http://%s:%d%s",
-                cfg.llm.name,
-                time.perf_counter() - start,
-                cfg.cluster.http_host,
-                cfg.cluster.http_port,
-                LLM_ROUTE,
-            )
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        ds = ray.data.from_items([{"id": q.id, "question": json.dumps(q.to_dict())} for q in todo])
-        ds = ds.map_batches(
-            AgentWorker,
-            fn_constructor_kwargs={
-                "agent": asdict(cfg.agent),
-                "llm": asdict(cfg.llm),
-                "llm_endpoint": llm_endpoint(cfg.llm, cfg.cluster),
-            },
-            **agent_worker_map_kwargs(cfg.cluster),
-        )
+def stream_predictions(cfg: RunConfig, todo: list[Question]) -> Iterator[list[Prediction]]:
+    """Shards ``todo`` over ``AgentWorker`` actors with Ray Data; yields predictions batch by batch."""
+    import ray
+
+    from actors.agent_worker import AgentWorker
+    from actors.builder import agent_worker_map_kwargs, llm_endpoint
+
+    ray.data.DataContext.get_current().enable_progress_bars = False  # our tqdm bar counts questions
+    items = ray.data.from_items([{"id": q.id, "question": json.dumps(q.to_dict())} for q in todo])
+    ds = items.map_batches(
+        AgentWorker,
+        fn_constructor_kwargs={
+            "agent": asdict(cfg.agent),
+            "llm": asdict(cfg.llm),
+            "llm_endpoint": llm_endpoint(cfg.llm, cfg.cluster),
+        },
+        **agent_worker_map_kwargs(cfg.cluster),
+    )
+    for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
+        yield [Prediction.from_dict(json.loads(s)) for s in batch["prediction"]]
+
+
+def _answer_with_ray(cfg: RunConfig, todo: list[Question], rd: RunDir) -> None:
+    with ray_session(cfg.cluster):
+        deploy_llm(cfg)
         answered = errors = 0
-        with tqdm(
+        bar = tqdm(
             total=len(todo),
             desc=f"{cfg.benchmark.name}/{cfg.agent.mode}",
             unit="q",
             disable=not cfg.progress,
             file=sys.stderr,
-        ) as bar:
-            for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
-                preds = [Prediction.from_dict(json.loads(s)) for s in batch["prediction"]]
+        )
+        with bar:
+            for preds in stream_predictions(cfg, todo):
                 rd.append_predictions(preds)
                 answered += len(preds)
                 errors += sum(p.error is not None for p in preds)
