@@ -74,33 +74,34 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="extra hydra overrides, e.g. cluster.batch_size=8")
     args = parser.parse_args()
     cfg = _config(args)
-    questions = [q for q, _ in load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=args.n).pairs]
-    rows: list[tuple[str, float, float]] = []
-
-    t0 = time.perf_counter()
-    engine = LlamaCppEngine(
-        resolve_model(cfg.llm.model.spec()),
-        LlamaCppSettings(n_ctx=cfg.llm.n_ctx, n_parallel=cfg.llm.n_parallel, n_threads=cfg.llm.n_threads),
-        name=cfg.llm.served_name,
-    )
-    load_s = time.perf_counter() - t0
-    asyncio.run(_plain(engine, cfg, questions[:1], 1))  # warm-up
-    for label, in_flight in (
-        ("plain, sequential", 1),
-        (f"plain, {cfg.llm.n_parallel} in flight", cfg.llm.n_parallel),
-    ):
+    loaded = [q for q, _ in load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=args.n + 1).pairs]
+    # Warm-ups use a question outside the measured set: llama.cpp keeps a RAM cache of past prompts,
+    # so each mode also gets a fresh engine (reusing one would let later modes skip prefill).
+    warm, questions = loaded[-1:], loaded[:-1]
+    rows: list[tuple[str, float, int]] = []
+    load_s = 0.0
+    plain_modes = (("plain, sequential", 1), (f"plain, {cfg.llm.n_parallel} in flight", cfg.llm.n_parallel))
+    for label, in_flight in plain_modes:
+        t0 = time.perf_counter()
+        engine = LlamaCppEngine(
+            resolve_model(cfg.llm.model.spec()),
+            LlamaCppSettings(n_ctx=cfg.llm.n_ctx, n_parallel=cfg.llm.n_parallel, n_threads=cfg.llm.n_threads),
+            name=cfg.llm.served_name,
+        )
+        load_s = time.perf_counter() - t0
+        asyncio.run(_plain(engine, cfg, warm, 1))
         t = time.perf_counter()
         preds = asyncio.run(_plain(engine, cfg, questions, in_flight))
         rows.append(
             (label, len(preds) / (time.perf_counter() - t), sum(p.answer != "INVALID" for p in preds))
         )
-    del engine
+        del engine
 
     with ray_session(cfg.cluster):
         t = time.perf_counter()
         deploy_llm(cfg)
         startup_s = time.perf_counter() - t
-        list(stream_predictions(cfg, questions[:1]))  # warm-up: actor start, first request
+        list(stream_predictions(cfg, warm))
         t = time.perf_counter()
         preds = [p for batch in stream_predictions(cfg, questions) for p in batch]
         rows.append(
