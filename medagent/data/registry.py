@@ -12,7 +12,6 @@ returns a lazy iterator of rows, so a bad option fails at once and ``limit`` sto
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 from collections.abc import Callable, Iterator
@@ -59,7 +58,8 @@ Loader = Callable[..., Iterator[RawRow]]
 
 @dataclass
 class BenchmarkData:
-    """A loaded benchmark: valid ``(Question, Gold)`` pairs in file order, rejected rows, files read."""
+    """A loaded benchmark: valid ``(Question, Gold)`` pairs in file order, rejected rows, files read
+    (their checksums go into the run manifest, ``medagent.run.manifest.file_checksums``)."""
 
     name: str
     pairs: list[tuple[Question, Gold]]
@@ -68,17 +68,6 @@ class BenchmarkData:
 
     def __len__(self) -> int:
         return len(self.pairs)
-
-    def checksums(self) -> dict[str, str]:
-        """SHA-256 of every data file read, keyed by path, so a run can record exactly what it saw."""
-        out: dict[str, str] = {}
-        for path in self.files:
-            digest = hashlib.sha256()
-            with path.open("rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
-            out[str(path)] = digest.hexdigest()
-        return out
 
 
 _REGISTRY: dict[str, Loader] = {}
