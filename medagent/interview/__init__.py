@@ -1,0 +1,5 @@
+"""Interviews: transcripts, MediTOD-style annotations, annotators (and, later, the history-taking agent)."""
+
+from medagent.interview.types import INQUIRY_CATEGORIES, Annotation, QuestionAnnotation, Turn
+
+__all__ = ["INQUIRY_CATEGORIES", "Annotation", "QuestionAnnotation", "Turn"]
