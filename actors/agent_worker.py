@@ -1,15 +1,16 @@
 """Ray Data callable class that runs an agent on batches of questions.
 
 One long-lived actor holds the LLM client (and, for the tool-using agents, the per-question memory
-banks); it answers the questions of a batch concurrently on its own event loop, so throughput scales
-with questions in flight rather than with the number of actors.
+banks). ``__call__`` is a coroutine, so Ray Data runs the actor as an async actor and feeds it several
+batches at once (RAY_DATA_DEFAULT_ASYNC_BATCH_UDF_MAX_CONCURRENCY, default 4); questions from all of them
+run concurrently up to ``agent.max_concurrency``, so throughput scales with questions in flight rather
+than with the number of actors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from typing import Any
 
 from medagent.agent import build_agent
@@ -43,14 +44,10 @@ class AgentWorker:
         self.agent_cfg: AgentConfig = to_dataclass(AgentConfig, agent)
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
         self.endpoint = dict(llm_endpoint)
-        # A private loop in a daemon thread: map_batches calls __call__ synchronously, and the LLM
-        # client and Serve handle must live on one loop across batches.
-        self._loop = asyncio.new_event_loop()
-        threading.Thread(target=self._loop.run_forever, name="agent-loop", daemon=True).start()
-        self._agent = asyncio.run_coroutine_threadsafe(self._build(), self._loop).result()
+        self._agent = self._build()
         self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
 
-    async def _build(self) -> Any:
+    def _build(self) -> Any:
         llm: ChatModel
         if self.endpoint["kind"] == "handle":
             from ray import serve
@@ -78,11 +75,8 @@ class AgentWorker:
                 # exception is a bug in our code and propagates.
                 return Prediction(id=q.id, benchmark=q.benchmark, answer=INVALID, error=f"LLMError: {exc}")
 
-    async def _run(self, questions: list[Question]) -> list[Prediction]:
-        return list(await asyncio.gather(*(self._answer(q) for q in questions)))
-
-    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+    async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         validate_inputs(batch)
         questions = [Question.from_dict(json.loads(s)) for s in batch["question"]]
-        preds = asyncio.run_coroutine_threadsafe(self._run(questions), self._loop).result()
+        preds = await asyncio.gather(*(self._answer(q) for q in questions))
         return {"id": [p.id for p in preds], "prediction": [json.dumps(p.to_dict()) for p in preds]}

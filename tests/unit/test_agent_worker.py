@@ -1,5 +1,6 @@
 """AgentWorker logic without Ray: the HTTP endpoint path with an unreachable server."""
 
+import asyncio
 import json
 from dataclasses import asdict
 
@@ -18,7 +19,7 @@ def _batch(*ids: str) -> dict[str, list[str]]:
 def test_endpoint_failure_becomes_error_column_and_batch_goes_on() -> None:
     llm = asdict(LLMConfig(served_name="m", max_retries=0, request_timeout_s=2.0))
     worker = AgentWorker(asdict(AgentConfig()), llm, {"kind": "http", "base_url": "http://127.0.0.1:9/v1"})
-    out = worker(_batch("q1", "q2"))
+    out = asyncio.run(worker(_batch("q1", "q2")))
     assert out["id"] == ["q1", "q2"]
     preds = [Prediction.from_dict(json.loads(s)) for s in out["prediction"]]
     assert all(p.answer == INVALID and p.error and p.error.startswith("LLMError") for p in preds)
@@ -31,4 +32,4 @@ def test_missing_column_names_stage_and_key() -> None:
         {"kind": "http", "base_url": "http://127.0.0.1:9/v1"},
     )
     with pytest.raises(ValueError, match=r"AgentWorker.*'question'"):
-        worker({"id": ["q1"]})
+        asyncio.run(worker({"id": ["q1"]}))
