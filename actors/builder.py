@@ -100,3 +100,48 @@ def agent_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
         # Ray Data already restarts dead pool actors and retries their batches without limit
         # (max_restarts=-1, max_task_retries=-1); the run dir de-duplicates any retried batch by id.
     }
+
+
+def prepare_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """``map_batches`` options of the stateless read/normalize/chunk tasks of ``index_corpus``."""
+    return {"num_cpus": cluster.prepare_num_cpus, "batch_size": 1024}
+
+
+def embed_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """``map_batches`` options for ``EmbedWorker``.
+
+    One batch is one shard (``batch_size=1`` over rows that each name a chunk block). CPU actors take a
+    fractional CPU (ray-project/ray#44687: Ray Data hangs when actors hold every CPU) and set their torch
+    threads themselves (``embed_worker_constructor_kwargs``); on a cluster
+    each actor holds ``embed_num_gpus`` and the pool has ``embed_workers`` actors.
+    """
+    import ray.data
+
+    return {
+        "compute": ray.data.ActorPoolStrategy(size=cluster.embed_workers),
+        "num_cpus": cluster.embed_num_cpus,
+        "num_gpus": cluster.embed_num_gpus,
+        "batch_size": 1,
+    }
+
+
+def embed_worker_constructor_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """Torch threads per embedding actor: ``embed_threads``, else this node's cores shared by the pool."""
+    threads = cluster.embed_threads or max(1, (os.cpu_count() or 1) // max(1, cluster.embed_workers))
+    return {"threads": threads if cluster.embed_num_gpus == 0 else None}
+
+
+def annotate_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """``map_batches`` options for ``AnnotateWorker`` (LLM interview annotation).
+
+    Same shape as the agent workers: a small actor pool on fractional CPUs (ray-project/ray#44687), since a
+    worker mostly waits on the LLM; interviews are long, so a batch holds ``batch_size`` of them.
+    """
+    import ray.data
+
+    return {
+        "compute": ray.data.ActorPoolStrategy(size=cluster.num_workers),
+        "num_cpus": cluster.worker_num_cpus,
+        "num_gpus": cluster.worker_num_gpus,
+        "batch_size": cluster.batch_size,
+    }

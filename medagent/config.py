@@ -104,6 +104,12 @@ class ClusterConfig:
     http_host: str = "127.0.0.1"
     http_port: int = 8000
     batch_size: int = 4
+    # Corpus indexing (pipelines/index_corpus.py): the embedding actor pool and the read/chunk tasks.
+    embed_workers: int = 1
+    embed_num_cpus: float = 0.5
+    embed_num_gpus: float = 0.0
+    embed_threads: int | None = None
+    prepare_num_cpus: float = 0.25
     runtime_env: dict[str, Any] = field(default_factory=dict)
 
 
@@ -124,6 +130,67 @@ class RunConfig:
     # Stop the run when more than this share of answered questions failed (transport errors etc.).
     max_error_rate: float = 0.2
     # Minimum answered questions before the error budget is enforced (avoids stopping on 1 of 2).
+    error_budget_min_n: int = 10
+    progress: bool = True
+
+
+@dataclass
+class InterviewsConfig:
+    """A set of interviews to annotate: a registered source (``medagent.interview.sources``) and a filter.
+
+    ``prefix`` selects Fareez transcripts by id prefix (``RES``; null = all); ``ids`` names interviews
+    explicitly (empty = all that match).
+    """
+
+    name: str = "osce_res"
+    source: str = "fareez"
+    prefix: str | None = "RES"
+    ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AnnotatorConfig:
+    """Which annotator runs, and the LLM annotator's knobs (ignored by ``lexicon``)."""
+
+    kind: str = "lexicon"
+    prompt: str = "annotate_extract"
+    retry_prompt: str = "annotate_retry"
+    # Transcript tokens per LLM request (estimated at 4 characters per token); the prompt (~400 tokens, ~1,000
+    # with the symptom list) and the reply come on top, and all of it must fit one request's context:
+    # n_ctx / n_parallel on llama.cpp (4,096 for the CPU Qwen default), max_model_len on vLLM.
+    max_chunk_tokens: int = 1500
+    max_tokens: int = 768
+    temperature: float = 0.0
+    # Malformed replies are retried this many times (with the error shown to the model), then the chunk's
+    # fields are left empty and the error is kept in Annotation.errors.
+    max_retries: int = 1
+    # Interviews in flight per worker actor.
+    max_concurrency: int = 2
+    # Caps that keep a constrained reply short (JSON-schema maxItems).
+    max_findings: int = 20
+    max_diagnoses: int = 5
+    # List the allowed symptom names in the prompt (~600 tokens). Without it the names reach the model only
+    # through the schema's enum, which is enough for grammar-constrained backends and much cheaper to prefill.
+    list_symptoms_in_prompt: bool = True
+
+
+@dataclass
+class AnnotateRunConfig:
+    """What ``pipelines/annotate_interviews.py`` composes (``conf/annotate_interviews.yaml``)."""
+
+    interviews: InterviewsConfig = field(default_factory=InterviewsConfig)
+    annotator: AnnotatorConfig = field(default_factory=AnnotatorConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    data_root: str | None = None
+    run_dir: str | None = None
+    outputs_root: str = "outputs"
+    limit: int | None = None
+    seed: int = 0
+    # Also annotate the 3 public MediTOD dialogues and score them against their gold annotations.
+    evaluate_gold: bool = True
+    # LLM runs: stop when more than this share of interviews hit an endpoint failure (LLMError).
+    max_error_rate: float = 0.2
     error_budget_min_n: int = 10
     progress: bool = True
 

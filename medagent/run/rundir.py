@@ -67,6 +67,24 @@ class RunDir:
     def traces_dir(self) -> Path:
         return self.root / "traces"
 
+    @property
+    def annotations(self) -> Path:
+        """Interview annotations (``annotate_interviews``): one ``Annotation.to_dict()`` per line."""
+        return self.root / "annotations.jsonl"
+
+    @property
+    def gold_annotations(self) -> Path:
+        """The same annotator's output on the gold MediTOD dialogues (scored into ``annotation_eval.*``)."""
+        return self.root / "gold_annotations.jsonl"
+
+    @property
+    def annotation_eval_md(self) -> Path:
+        return self.root / "annotation_eval.md"
+
+    @property
+    def annotation_eval_csv(self) -> Path:
+        return self.root / "annotation_eval.csv"
+
     def trace_path(self, question_id: str) -> Path:
         return self.traces_dir / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', question_id)}.json"
 
@@ -119,6 +137,51 @@ class RunDir:
                 pred.trace = json.loads(self.trace_path(pred.id).read_text())["trace"]
             out.append(pred)
         return out
+
+    # Generic JSONL commit logs (annotations...) -------------------------------------------------
+    def load_records(self, path: Path) -> list[dict[str, Any]]:
+        """The JSON lines of ``path``; a line cut short by a kill (the last one) is ignored."""
+        if not path.exists():
+            return []
+        out = []
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                if i == len(lines) - 1:
+                    continue
+                raise
+        return out
+
+    def completed_keys(self, path: Path, key: str = "id") -> set[str]:
+        return {str(r[key]) for r in self.load_records(path)}
+
+    def append_records(self, path: Path, records: Iterable[dict[str, Any]], key: str = "id") -> int:
+        """Appends records whose ``key`` is not in ``path`` yet (fsynced); returns how many were new.
+
+        A partial last line left by a kill is cut off first, so the file stays one record per line.
+        """
+        if path.exists():
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                with open(path, "r+b") as f:
+                    f.truncate(data.rfind(b"\n") + 1)
+        done = self.completed_keys(path, key)
+        n = 0
+        with open(path, "a", encoding="utf-8") as f:
+            for rec in records:
+                k = str(rec[key])
+                if k in done:
+                    continue
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                done.add(k)
+                n += 1
+            f.flush()
+            os.fsync(f.fileno())
+        return n
 
     # Golds, rejected rows, JSON documents -------------------------------------------------------
     def write_golds(self, golds: Iterable[Gold]) -> None:

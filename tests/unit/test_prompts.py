@@ -3,7 +3,16 @@ import pytest
 
 from medagent.prompts import list_prompts, load_prompt
 
-VARIABLES = {"question": "Q?", "options": {"A": "a", "B": "b"}}
+VARIABLES = {
+    "question": "Q?",
+    "options": {"A": "a", "B": "b"},
+    # annotate_* prompts (medagent.interview.annotate.llm)
+    "transcript": "[0] Doctor: Q?",
+    "symptom_names": ["coughing", "fever"],
+    "categories": ["symptom", "habit"],
+    "question_turns": [0],
+    "error": "Q? was not JSON",
+}
 
 
 @pytest.mark.parametrize("name", list_prompts())
