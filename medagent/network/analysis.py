@@ -1,0 +1,309 @@
+"""The full network analysis of seed B on a list of ``Annotation``: results as plain data, no files.
+
+``analyze`` runs every metric of the issue in order: validated knowledge network G_B, Barber modules, NODF
+with null models, roles, informational value, the questioning-flow network, Markov order selection with
+cross-validation, the two phases and the design validation. Null samples go through an injected ``map_fn``
+(default: the builtin serial ``map``) so a pipeline can fan them out as Ray tasks; the samples do not depend
+on the executor. ``conventions`` lists every choice the paper leaves open, for the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from numpy.typing import NDArray
+
+from medagent.interview.types import INQUIRY_CATEGORIES, Annotation
+from medagent.network.flow import (
+    Phases,
+    category_shares,
+    flow_network,
+    mean_positions,
+    transition_counts,
+    two_phases,
+)
+from medagent.network.information import kl_information, mutual_information
+from medagent.network.markov import CVResult, OrderSelection, cv_accuracy, prepare, select_order
+from medagent.network.modularity import Partition, maximise_barber_q
+from medagent.network.nestedness import NODFResult, nodf
+from medagent.network.nulls import MapFn, NullSummary, nodf_null
+from medagent.network.roles import czvalues, role
+from medagent.network.svn import Incidence, SVNResult, incidence_from_annotations, svn_links
+from medagent.network.validation import SpearmanResult, load_priorities, spearman_aligned, validate_design
+
+
+@dataclass
+class NetworkAnalysisConfig:
+    """Every knob of the analysis; the defaults are the conventions reported with the results."""
+
+    alpha: float = 0.01
+    # Which validated links form G_B: "bh" (Benjamini–Hochberg) or "bonferroni"; both are reported.
+    links: str = "bh"
+    modularity_restarts: int = 50
+    null_models: list[str] = field(default_factory=lambda: ["r00", "r1", "curveball"])
+    null_samples: int = 999
+    null_batch_size: int = 250
+    curveball_burnin: int = 10_000
+    curveball_thin: int = 100
+    nodf_sort: bool = True
+    kl_prior: str = "joint"
+    self_loops: str = "keep"
+    max_order: int = 3
+    cv_folds: int | None = 10
+    position: str = "all"
+    seed: int = 0
+    # None: the packaged conf/interview/priorities.yaml.
+    priorities: str | None = None
+
+
+@dataclass
+class KnowledgeNetwork:
+    """G_B after validation, without isolated nodes (rows = findings, columns = diagnoses)."""
+
+    findings: list[str]
+    diagnoses: list[str]
+    B: NDArray[np.float64]  # binary validated links
+    W: NDArray[np.float64]  # N_fd on the validated links (weighted variant)
+    dropped_findings: int
+    dropped_diagnoses: int
+
+    @property
+    def n_links(self) -> int:
+        return int(self.B.sum())
+
+
+@dataclass
+class NetworkAnalysis:
+    """Everything ``analyze`` computed; ``report.write_report`` turns it into files."""
+
+    config: NetworkAnalysisConfig
+    n_interviews: int
+    incidence: Incidence
+    svn: SVNResult
+    network: KnowledgeNetwork
+    modules_binary: Partition | None
+    modules_weighted: Partition | None
+    nodf_obs: NODFResult | None
+    nulls: dict[str, NullSummary]
+    finding_table: list[dict[str, Any]]
+    diagnosis_table: list[dict[str, Any]]
+    hubs_vs_information: dict[str, SpearmanResult]
+    mutual_information_nats: float
+    markov: OrderSelection | None
+    cv: CVResult | None
+    flow: nx.DiGraph
+    transitions: NDArray[np.int64]
+    shares: dict[str, float]
+    positions: dict[str, float]
+    phases: Phases
+    validation: dict[str, SpearmanResult]
+    conventions: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+
+def knowledge_network(inc: Incidence, svn: SVNResult, links: str) -> KnowledgeNetwork:
+    """Validated links as a biadjacency matrix; findings and diagnoses left without a link are dropped."""
+    keep = svn.validated(links)
+    rows = np.asarray(keep.any(axis=1), dtype=bool)
+    cols = np.asarray(keep.any(axis=0), dtype=bool)
+    B = keep[rows][:, cols].astype(float)
+    W = np.where(keep, svn.N_fd, 0)[rows][:, cols].astype(float)
+    return KnowledgeNetwork(
+        findings=[f for f, r in zip(inc.findings, rows.tolist(), strict=True) if r],
+        diagnoses=[d for d, c in zip(inc.diagnoses, cols.tolist(), strict=True) if c],
+        B=B,
+        W=W,
+        dropped_findings=int((~rows).sum()),
+        dropped_diagnoses=int((~cols).sum()),
+    )
+
+
+def conventions(cfg: NetworkAnalysisConfig, n_states: int) -> dict[str, str]:
+    """The choices the paper leaves open, in words, keyed by result."""
+    return {
+        "interviews": "N = all interviews given (also those without a positive finding or a diagnosis)",
+        "findings": "positive findings only (pertinent negatives dropped); binarised per interview",
+        "svn": (
+            f"hypergeometric over-expression p = hypergeom.sf(N_fd-1, N, N_f, N_d); N_t = |F|*|D| (all pairs, "
+            f"also never co-occurring); Bonferroni p < {cfg.alpha}/N_t (strict); BH step-up at {cfg.alpha}"
+        ),
+        "network": f"G_B = {cfg.links} links; findings and diagnoses left isolated are dropped before modules, NODF and roles",
+        "modularity": (
+            f"Barber Q_B (own barber_q), maximised by leidenalg three-layer CPM, best of "
+            f"{cfg.modularity_restarts} seeded restarts (a lower bound on max Q); binary G_B, weighted variant "
+            "uses N_fd; modules = groups holding a linked row and a linked column"
+        ),
+        "nodf": (
+            f"NODF on 0-100, {'sorted by decreasing fill (vegan order=TRUE)' if cfg.nodf_sort else 'as presented'}; "
+            "zero rows/columns of null matrices kept in the denominators (vegan)"
+        ),
+        "nulls": (
+            f"{', '.join(cfg.null_models)}; {cfg.null_samples} samples each; curveball burn-in "
+            f"{cfg.curveball_burnin}, thin {cfg.curveball_thin}, one chain per batch of {cfg.null_batch_size}; "
+            "z = (obs-mean)/sd (sd ddof=1); p_less = (1+#{sim<=obs})/(n+1) for 'less nested than random'"
+        ),
+        "roles": "bipartite czvalues: c = 1 - sum_t (k_it/k_i)^2; z over same-type nodes of the module, sd n-1, "
+        "0/0 -> 0, single node of its type -> NaN; Olesen et al. 2007 roles c > 0.62, z > 2.5",
+        "kl": (
+            f"IV(f) = KL(P(D|f) || P(D)) in nats; P(d|f) = N_fd / sum_d N_fd; P(D) = {cfg.kl_prior} "
+            "(joint = column marginal of the co-occurrence table; prevalence = N_d / sum N_d also tabled); no smoothing"
+        ),
+        "flow": f"self-loops {cfg.self_loops}; transitions within interviews only; edge weight = count / out-count",
+        "markov": (
+            f"orders 0..{cfg.max_order} on the same targets t >= {cfg.max_order} (0-based); S = {n_states} states; "
+            "npar full S^k(S-1) and observed (distinct successors - 1 per context); AIC, BIC with n = #targets"
+        ),
+        "cv": (
+            f"{cfg.cv_folds or 'leave-one-interview-out'} folds by interview (seed {cfg.seed}); argmax successor, back-off "
+            "to shorter contexts, ties to the category listed first; first max_order questions not scored; micro accuracy"
+        ),
+        "phases": "relative position (t+0.5)/T; cut maximising I(phase; category) on a 0.10..0.90 grid",
+        "validation": (
+            f"Spearman rho (average ranks, aligned by label, rank 1 = first); physicians' order by mean relative "
+            f"position ({cfg.position}); exact permutation p by enumeration"
+        ),
+    }
+
+
+def _finding_tables(
+    inc: Incidence, svn: SVNResult, net: KnowledgeNetwork, part: Partition | None, cfg: NetworkAnalysisConfig
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    other = "prevalence" if cfg.kl_prior == "joint" else "joint"
+    iv = iv2 = np.full(len(inc.findings), np.nan)
+    if svn.N_fd.sum():
+        iv = kl_information(svn.N_fd, cfg.kl_prior, svn.N_d)
+        iv2 = kl_information(svn.N_fd, other, svn.N_d)
+    row_of = {f: i for i, f in enumerate(net.findings)}
+    czr = czvalues(net.B, part.row_labels, part.col_labels, "rows") if part else None
+    czc = czvalues(net.B, part.row_labels, part.col_labels, "cols") if part else None
+    findings = []
+    for j, f in enumerate(inc.findings):
+        i = row_of.get(f)
+        c = float(czr.c[i]) if czr is not None and i is not None else float("nan")
+        z = float(czr.z[i]) if czr is not None and i is not None else float("nan")
+        findings.append(
+            {
+                "finding": f,
+                "N_f": int(svn.N_f[j]),
+                "degree": int(net.B[i].sum()) if i is not None else 0,
+                "module": part.row_labels[i] if part and i is not None else None,
+                "c": c,
+                "z": z,
+                "role": role(c, z) if i is not None and part else "",
+                f"KL_{cfg.kl_prior}_nats": float(iv[j]),
+                f"KL_{other}_nats": float(iv2[j]),
+            }
+        )
+    col_of = {d: i for i, d in enumerate(net.diagnoses)}
+    diagnoses = []
+    for j, d in enumerate(inc.diagnoses):
+        i = col_of.get(d)
+        c = float(czc.c[i]) if czc is not None and i is not None else float("nan")
+        z = float(czc.z[i]) if czc is not None and i is not None else float("nan")
+        diagnoses.append(
+            {
+                "diagnosis": d,
+                "N_d": int(svn.N_d[j]),
+                "degree": int(net.B[:, i].sum()) if i is not None else 0,
+                "module": part.col_labels[i] if part and i is not None else None,
+                "c": c,
+                "z": z,
+                "role": role(c, z) if i is not None and part else "",
+            }
+        )
+    return findings, diagnoses
+
+
+def analyze(
+    annotations: list[Annotation], cfg: NetworkAnalysisConfig | None = None, map_fn: MapFn = map
+) -> NetworkAnalysis:
+    """Runs the whole analysis (see the module docstring); ``map_fn`` executes the null-sample batches."""
+    cfg = cfg or NetworkAnalysisConfig()
+    notes: list[str] = []
+    inc = incidence_from_annotations(annotations)
+    svn = svn_links(inc.F, inc.D, cfg.alpha)
+    net = knowledge_network(inc, svn, cfg.links)
+    part_b = part_w = None
+    nodf_obs = None
+    nulls: dict[str, NullSummary] = {}
+    if net.n_links:
+        part_b = maximise_barber_q(net.B, weighted=False, restarts=cfg.modularity_restarts, seed=cfg.seed)
+        part_w = maximise_barber_q(net.W, weighted=True, restarts=cfg.modularity_restarts, seed=cfg.seed)
+        nodf_obs = nodf(net.B, sort=cfg.nodf_sort)
+        if min(net.B.shape) >= 2:
+            for model in cfg.null_models:
+                nulls[model] = nodf_null(
+                    net.B,
+                    model,
+                    cfg.null_samples,
+                    cfg.seed,
+                    batch_size=cfg.null_batch_size,
+                    burnin=cfg.curveball_burnin,
+                    thin=cfg.curveball_thin,
+                    sort=cfg.nodf_sort,
+                    map_fn=map_fn,
+                )
+        else:
+            notes.append("G_B has fewer than 2 findings or diagnoses: no NODF null models")
+    else:
+        notes.append(f"no {cfg.links} link survived validation: no modules, NODF or roles")
+    findings, diagnoses = _finding_tables(inc, svn, net, part_b, cfg)
+    kl_key = f"KL_{cfg.kl_prior}_nats"
+    kl = {r["finding"]: r[kl_key] for r in findings}
+    hubs = {
+        "frequency_vs_kl": spearman_aligned(
+            {r["finding"]: float(r["N_f"]) for r in findings}, kl, exact=False
+        ),
+        "participation_vs_kl": spearman_aligned(
+            {r["finding"]: r["c"] for r in findings if r["degree"]}, kl, exact=False
+        ),
+    }
+    states = list(INQUIRY_CATEGORIES)
+    seqs = prepare(
+        [[c for c in a.category_sequence() if c in INQUIRY_CATEGORIES] for a in annotations], cfg.self_loops
+    )
+    unknown = sum(c not in INQUIRY_CATEGORIES for a in annotations for c in a.category_sequence())
+    if unknown:
+        notes.append(f"{unknown} questions with a category outside the 11 were left out of the flow analysis")
+    n_targets = sum(max(0, len(s) - cfg.max_order) for s in seqs)
+    markov = select_order(seqs, cfg.max_order, n_states=len(states)) if n_targets else None
+    cv = (
+        cv_accuracy(seqs, cfg.max_order, states=states, n_folds=cfg.cv_folds, seed=cfg.seed)
+        if n_targets and len(seqs) >= 2
+        else None
+    )
+    shares = category_shares(seqs, states)
+    positions = mean_positions(seqs, states, cfg.position)
+    priorities = load_priorities(cfg.priorities)
+    return NetworkAnalysis(
+        config=cfg,
+        n_interviews=inc.n_interviews,
+        incidence=inc,
+        svn=svn,
+        network=net,
+        modules_binary=part_b,
+        modules_weighted=part_w,
+        nodf_obs=nodf_obs,
+        nulls=nulls,
+        finding_table=findings,
+        diagnosis_table=diagnoses,
+        hubs_vs_information=hubs,
+        mutual_information_nats=mutual_information(svn.N_fd) if svn.N_fd.sum() else float("nan"),
+        markov=markov,
+        cv=cv,
+        flow=flow_network(seqs, states),
+        transitions=transition_counts(seqs, states),
+        shares={str(k): v for k, v in shares.items()},
+        positions={str(k): v for k, v in positions.items()},
+        phases=two_phases(seqs, states),
+        validation=validate_design(shares, positions, priorities),  # type: ignore[arg-type]
+        conventions=conventions(cfg, len(states)),
+        notes=notes,
+    )
+
+
+def config_dict(cfg: NetworkAnalysisConfig) -> dict[str, Any]:
+    return asdict(cfg)

@@ -1,0 +1,211 @@
+"""Null models for nestedness and the NODF null distribution (METHODS.md §1.3, pitfalls 7–9).
+
+Models (names as in vegan ``commsim``):
+
+* ``r00``: the fill is kept, cells shuffled uniformly (no margin kept).
+* ``r0`` / ``c0``: row (column) sums kept, links placed uniformly within each row (column).
+* ``r1``: row sums kept, columns drawn without replacement with probability proportional to their fill
+  (vegan ``r1``; successive sampling, done here with exponential keys, Efraimidis & Spirakis 2006).
+* ``bascompte``: each cell independently with ``P_ij = (k_i / n_cols + d_j / n_rows) / 2`` (Bascompte et
+  al. 2003 "null model 2"); margins kept only on average.
+* ``curveball``: both margins kept exactly; a Markov chain of curveball trades between two random rows
+  (Strona et al. 2014), uniform over fixed-fixed matrices; started from the observed matrix, ``burnin`` trades
+  are discarded and ``thin`` trades separate two samples.
+
+A batch of null NODF values is a pure function of ``(matrix, model, seed, count, burnin, thin)``
+(``null_nodf_batch``), so batches can be fanned out to any executor (``map_fn``) with identical results.
+Each batch of a sequential model is its own chain with its own burn-in.
+
+Summary conventions: ``z = (obs - mean) / sd`` with ``sd`` using ``n - 1`` (vegan ``oecosimu``), NaN when
+``sd == 0``. ``p_less = (1 + #{sim <= obs}) / (n + 1)`` tests "less nested than the null" (the paper's
+claim); ``p_greater = (1 + #{sim >= obs}) / (n + 1)`` tests "more nested".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from medagent.network.nestedness import nodf
+
+NULL_MODELS = ("r00", "r0", "c0", "r1", "bascompte", "curveball")
+SEQUENTIAL_MODELS = ("curveball",)
+
+MapFn = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
+
+
+def _r1(X: NDArray[np.bool_], rng: np.random.Generator) -> NDArray[np.bool_]:
+    k = X.sum(axis=1)
+    w = X.sum(axis=0).astype(float)
+    # Top-k of log(u) / w per row is a weighted draw without replacement (w = 0 columns never drawn).
+    with np.errstate(divide="ignore"):
+        keys = np.where(w > 0, np.log(rng.random(X.shape)) / np.where(w > 0, w, 1.0), -np.inf)
+    rank = np.argsort(np.argsort(-keys, axis=1, kind="stable"), axis=1, kind="stable")
+    return rank < k[:, None]
+
+
+def _bascompte(X: NDArray[np.bool_], rng: np.random.Generator) -> NDArray[np.bool_]:
+    n_r, n_c = X.shape
+    p = (X.sum(axis=1)[:, None] / n_c + X.sum(axis=0)[None, :] / n_r) / 2
+    return rng.random(X.shape) < p
+
+
+def _curveball_steps(M: NDArray[np.bool_], steps: int, rng: np.random.Generator) -> None:
+    """Runs ``steps`` curveball trades on ``M`` in place (row and column sums unchanged)."""
+    n = M.shape[0]
+    if n < 2 or steps <= 0:
+        return
+    a = rng.integers(n, size=steps)
+    b = rng.integers(n - 1, size=steps)
+    b = b + (b >= a)  # a != b
+    for s in range(steps):
+        ra, rb = M[a[s]], M[b[s]]
+        idx = np.flatnonzero(ra != rb)  # columns held by exactly one of the two rows
+        if idx.size < 2:
+            continue
+        n_a = int(np.count_nonzero(ra[idx]))
+        if n_a == 0 or n_a == idx.size:
+            continue
+        new_a = rng.permutation(idx.size) < n_a
+        M[a[s], idx] = new_a
+        M[b[s], idx] = ~new_a
+
+
+def null_matrices(
+    B: ArrayLike, model: str, seed: int | tuple[int, ...], count: int, burnin: int = 10_000, thin: int = 100
+) -> Iterator[NDArray[np.bool_]]:
+    """Yields ``count`` null matrices of ``model`` for binary(-ised) ``B``; deterministic for ``seed``.
+
+    ``burnin`` and ``thin`` apply to sequential models (``curveball``) only.
+    """
+    if model not in NULL_MODELS:
+        raise ValueError(f"unknown null model {model!r}; expected one of {NULL_MODELS}")
+    X = np.asarray(B) != 0
+    rng = np.random.default_rng(seed)
+    if model == "curveball":
+        M = X.copy()
+        _curveball_steps(M, burnin, rng)
+        for _ in range(count):
+            _curveball_steps(M, thin, rng)
+            yield M.copy()
+        return
+    for _ in range(count):
+        if model == "r00":
+            yield rng.permutation(X.ravel()).reshape(X.shape)
+        elif model == "r0":
+            yield rng.permuted(X, axis=1)
+        elif model == "c0":
+            yield rng.permuted(X, axis=0)
+        elif model == "r1":
+            yield _r1(X, rng)
+        else:
+            yield _bascompte(X, rng)
+
+
+@dataclass(frozen=True)
+class NullBatch:
+    """One unit of null-sample work: a pure function of its fields (see ``null_nodf_batch``)."""
+
+    matrix: NDArray[np.bool_]
+    model: str
+    seed: tuple[int, ...]
+    count: int
+    burnin: int = 10_000
+    thin: int = 100
+    sort: bool = True
+
+
+def null_nodf_batch(batch: NullBatch) -> NDArray[np.float64]:
+    """NODF (0–100) of ``batch.count`` null matrices; the unit that executors fan out."""
+    mats = null_matrices(batch.matrix, batch.model, batch.seed, batch.count, batch.burnin, batch.thin)
+    return np.array([nodf(M, sort=batch.sort).nodf for M in mats], dtype=float)
+
+
+def plan_batches(
+    B: ArrayLike,
+    model: str,
+    n: int,
+    seed: int,
+    batch_size: int,
+    burnin: int = 10_000,
+    thin: int = 100,
+    sort: bool = True,
+) -> list[NullBatch]:
+    """Splits ``n`` samples into batches of at most ``batch_size``; batch ``i`` is seeded ``(seed, i)``."""
+    if n < 1 or batch_size < 1:
+        raise ValueError(f"n={n} and batch_size={batch_size} must be positive")
+    X = np.asarray(B) != 0
+    sizes = [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
+    return [NullBatch(X, model, (seed, i), c, burnin, thin, sort) for i, c in enumerate(sizes)]
+
+
+@dataclass(frozen=True)
+class NullSummary:
+    """Observed statistic against a null distribution (see the module docstring for conventions)."""
+
+    model: str
+    obs: float
+    n: int
+    mean: float
+    sd: float
+    z: float
+    p_less: float
+    p_greater: float
+    samples: NDArray[np.float64] = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("model", "obs", "n", "mean", "sd", "z", "p_less", "p_greater")}
+
+
+def summarise_null(obs: float, samples: ArrayLike, model: str = "") -> NullSummary:
+    """Mean, sd (ddof=1), z and both one-sided empirical p-values of ``obs`` against ``samples``."""
+    s = np.asarray(samples, dtype=float)
+    n = int(s.size)
+    mean = float(s.mean()) if n else float("nan")
+    sd = float(s.std(ddof=1)) if n > 1 else float("nan")
+    z = (obs - mean) / sd if sd and np.isfinite(sd) else float("nan")
+    return NullSummary(
+        model=model,
+        obs=float(obs),
+        n=n,
+        mean=mean,
+        sd=sd,
+        z=float(z),
+        p_less=float((1 + np.sum(s <= obs)) / (n + 1)),
+        p_greater=float((1 + np.sum(s >= obs)) / (n + 1)),
+        samples=s,
+    )
+
+
+def nodf_null(
+    B: ArrayLike,
+    model: str,
+    n: int = 999,
+    seed: int = 0,
+    *,
+    batch_size: int = 250,
+    burnin: int = 10_000,
+    thin: int = 100,
+    sort: bool = True,
+    map_fn: MapFn = map,
+) -> NullSummary:
+    """Observed NODF of ``B`` against ``n`` samples of a null ``model``.
+
+    Args:
+        B: Observed matrix (non-zero = link).
+        model: One of ``NULL_MODELS``.
+        n: Number of null samples.
+        seed: Root seed; batch ``i`` uses ``(seed, i)``, so results do not depend on ``map_fn``.
+        batch_size: Samples per batch (each curveball batch is a chain with its own burn-in).
+        burnin: Curveball trades discarded before the first sample of each batch.
+        thin: Curveball trades between samples.
+        sort: NODF ordering convention (``nodf(sort=...)``) for the observed and null matrices.
+        map_fn: ``map``-like executor, e.g. one that runs each batch as a Ray task.
+    """
+    batches = plan_batches(B, model, n, seed, batch_size, burnin, thin, sort)
+    samples = np.concatenate([np.asarray(x, dtype=float) for x in map_fn(null_nodf_batch, batches)])
+    return summarise_null(nodf(B, sort=sort).nodf, samples, model)

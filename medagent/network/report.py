@@ -1,0 +1,281 @@
+"""Files of a network analysis: CSV tables, PNG figures, ``summary.json`` and ``report.md``.
+
+This module owns the names of those files inside an output directory (``tables/``, ``figures/``). The
+report puts every convention next to the result it shapes, and the paper's numbers beside ours.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from medagent.interview.types import Annotation
+from medagent.network.analysis import NetworkAnalysis, NetworkAnalysisConfig, analyze
+from medagent.network.figures import FIGURES
+from medagent.network.nulls import MapFn
+
+TABLES = "tables"
+FIGS = "figures"
+REPORT = "report.md"
+SUMMARY = "summary.json"
+
+# Seed B's reported numbers, shown beside ours.
+PAPER = {
+    "Q": 0.70,
+    "modules": 8,
+    "nodf_z": -6.4,
+    "cv_order0": 0.238,
+    "cv_order1": 0.406,
+    "rho_weights": 0.94,
+    "rho_order": 0.08,
+}
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float | np.floating):
+        return None if not math.isfinite(float(v)) else float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    return v
+
+
+def _write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
+    rows = list(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        if rows:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return path
+
+
+def tables(a: NetworkAnalysis) -> dict[str, list[dict[str, Any]]]:
+    """Every table of the report as rows (file name -> rows)."""
+    inc, svn, net = a.incidence, a.svn, a.network
+    pairs = [
+        {
+            "finding": f,
+            "diagnosis": d,
+            "N": svn.N,
+            "N_f": int(svn.N_f[i]),
+            "N_d": int(svn.N_d[j]),
+            "N_fd": int(svn.N_fd[i, j]),
+            "p_over": float(svn.p_over[i, j]),
+            "p_under": float(svn.p_under[i, j]),
+            "p_bh": float(svn.p_bh[i, j]),
+            f"bonferroni_{svn.alpha}": bool(svn.bonferroni[i, j]),
+            f"bh_{svn.alpha}": bool(svn.bh[i, j]),
+        }
+        for i, f in enumerate(inc.findings)
+        for j, d in enumerate(inc.diagnoses)
+        if svn.N_fd[i, j] > 0
+    ]
+    modules = []
+    for part_name, part in (("binary", a.modules_binary), ("weighted", a.modules_weighted)):
+        if part is None:
+            continue
+        modules += [
+            {"partition": part_name, "node": n, "level": "row", "module": m}
+            for n, m in zip(net.findings, part.row_labels, strict=True)
+        ]
+        modules += [
+            {"partition": part_name, "node": n, "level": "col", "module": m}
+            for n, m in zip(net.diagnoses, part.col_labels, strict=True)
+        ]
+    out: dict[str, list[dict[str, Any]]] = {
+        "svn_links.csv": pairs,
+        "findings.csv": a.finding_table,
+        "diagnoses.csv": a.diagnosis_table,
+        "modules.csv": modules,
+        "nodf_nulls.csv": [s.to_dict() for s in a.nulls.values()],
+        "nodf_null_samples.csv": [
+            {"model": m, "nodf": float(x)} for m, s in a.nulls.items() for x in s.samples
+        ],
+        "flow_edges.csv": [{"from": u, "to": v, **d} for u, v, d in a.flow.edges(data=True)],
+        "category_positions.csv": [
+            {
+                "category": c,
+                "share": a.shares[c],
+                "mean_position": a.positions[c],
+                "phase": a.phases.phase.get(c),
+                "share_early": a.phases.share_early.get(c),
+                "share_late": a.phases.share_late.get(c),
+            }
+            for c in a.shares
+        ],
+        "validation.csv": [
+            {
+                "comparison": k,
+                "rho": r.rho,
+                "p_t": r.p_t,
+                "p_exact": r.p_exact,
+                "n": r.n,
+                "left_out": ";".join(r.left_out),
+            }
+            for k, r in {**a.validation, **a.hubs_vs_information}.items()
+        ],
+    }
+    if a.markov is not None:
+        out["markov_orders.csv"] = [asdict(f) for f in a.markov.fits]
+    if a.cv is not None:
+        out["cv_accuracy.csv"] = [
+            {"order": k, "accuracy": v, "n_targets": a.cv.n_targets, "backoffs": a.cv.backoffs[k]}
+            for k, v in a.cv.accuracy.items()
+        ]
+    return out
+
+
+def summary(a: NetworkAnalysis) -> dict[str, Any]:
+    """Headline numbers (ours and the paper's) as JSON-ready data."""
+    net = a.network
+    s: dict[str, Any] = {
+        "n_interviews": a.n_interviews,
+        "n_findings": len(a.incidence.findings),
+        "n_diagnoses": len(a.incidence.diagnoses),
+        "n_tests": a.svn.n_tests,
+        "links_bonferroni": int(a.svn.bonferroni.sum()),
+        "links_bh": int(a.svn.bh.sum()),
+        "network": {"links": net.n_links, "findings": len(net.findings), "diagnoses": len(net.diagnoses)},
+        "modularity": {
+            k: ({"Q": p.Q, "modules": p.modules, "hits": p.hits, "restarts": p.restarts} if p else None)
+            for k, p in (("binary", a.modules_binary), ("weighted", a.modules_weighted))
+        },
+        "nodf": a.nodf_obs.to_dict() if a.nodf_obs else None,
+        "nulls": {m: s.to_dict() for m, s in a.nulls.items()},
+        "mutual_information_nats": a.mutual_information_nats,
+        "markov_selected": a.markov.selected if a.markov else None,
+        "cv_accuracy": a.cv.accuracy if a.cv else None,
+        "phases": {"tau": a.phases.tau, "phase": a.phases.phase},
+        "validation": {
+            k: {"rho": r.rho, "p_t": r.p_t, "p_exact": r.p_exact, "n": r.n} for k, r in a.validation.items()
+        },
+        "hubs_vs_information": {
+            k: {"rho": r.rho, "p_t": r.p_t, "n": r.n} for k, r in a.hubs_vs_information.items()
+        },
+        "paper": PAPER,
+        "conventions": a.conventions,
+        "notes": a.notes,
+    }
+    return _clean(s)  # type: ignore[no-any-return]
+
+
+def _fmt(x: Any, nd: int = 3) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        return "NaN" if not math.isfinite(x) else f"{x:.{nd}f}"
+    return str(x)
+
+
+def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
+    """The report: each result with its convention and the paper's number."""
+    s, cv = a.conventions, a.cv
+    pb = a.modules_binary
+    lines = [
+        "# Network analysis of clinical interviews (seed B)",
+        "",
+        f"{a.n_interviews} interviews; {len(a.incidence.findings)} positive findings; {len(a.incidence.diagnoses)} diagnoses. "
+        f"Conventions: {s['interviews']}; {s['findings']}.",
+        "",
+        "## Knowledge network G_B",
+        f"- Validated links: Bonferroni {int(a.svn.bonferroni.sum())}, BH {int(a.svn.bh.sum())} of N_t = {a.svn.n_tests} tests. *{s['svn']}.*",
+        f"- G_B: {a.network.n_links} links, {len(a.network.findings)} findings x {len(a.network.diagnoses)} diagnoses "
+        f"({a.network.dropped_findings} findings and {a.network.dropped_diagnoses} diagnoses isolated and dropped). *{s['network']}.*",
+        f"- Barber modularity: Q_B = {_fmt(pb.Q if pb else None)} with {pb.modules if pb else 'n/a'} modules "
+        f"(weighted: {_fmt(a.modules_weighted.Q if a.modules_weighted else None)}, {a.modules_weighted.modules if a.modules_weighted else 'n/a'} modules); "
+        f"paper: Q = {PAPER['Q']}, {PAPER['modules']} modules. *{s['modularity']}.*",
+    ]
+    if a.nodf_obs:
+        lines.append(
+            f"- NODF = {a.nodf_obs.nodf:.2f} (N_row {a.nodf_obs.n_row:.2f}, N_col {a.nodf_obs.n_col:.2f}). *{s['nodf']}.*"
+        )
+    lines += ["", "| null model | mean | sd | z | p_less | p_greater | n |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        f"| {m} | {_fmt(x.mean, 2)} | {_fmt(x.sd, 2)} | {_fmt(x.z, 2)} | {_fmt(x.p_less, 4)} | {_fmt(x.p_greater, 4)} | {x.n} |"
+        for m, x in a.nulls.items()
+    ]
+    lines += [
+        "",
+        f'Paper: z = {PAPER["nodf_z"]} ("less nested than random", null model not stated). *{s["nulls"]}.*',
+        "",
+    ]
+    lines += [
+        "## Roles and informational value",
+        f"*{s['roles']}.* *{s['kl']}.*",
+        f"- I(F; D) = {_fmt(a.mutual_information_nats, 4)} nats.",
+    ]
+    for k, r in a.hubs_vs_information.items():
+        lines.append(f"- Spearman {k}: rho = {_fmt(r.rho)} (p_t {_fmt(r.p_t, 4)}, n = {r.n}).")
+    lines += ["", "## Questioning flow and Markov order", f"*{s['flow']}.* *{s['markov']}.*", ""]
+    if a.markov:
+        lines += [
+            "| order | logL | npar full | npar obs | AIC full | BIC full | AIC obs | BIC obs |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {f.order} | {f.loglik:.1f} | {f.npar_full} | {f.npar_observed} | {f.aic_full:.1f} | {f.bic_full:.1f} | {f.aic_observed:.1f} | {f.bic_observed:.1f} |"
+            for f in a.markov.fits
+        ]
+        lines += ["", f"Selected orders: {a.markov.selected} (n = {a.markov.n} targets)."]
+    if cv:
+        acc = ", ".join(f"order {k}: {100 * v:.1f}%" for k, v in cv.accuracy.items())
+        lines += [
+            f"- CV next-category accuracy ({cv.n_targets} targets, {cv.n_folds} folds): {acc}; paper: order 0 23.8%, order 1 40.6%. *{s['cv']}.*"
+        ]
+    ph = a.phases
+    early = [str(c) for c, p in ph.phase.items() if p == 1]
+    late = [str(c) for c, p in ph.phase.items() if p == 2]
+    lines += [
+        f"- Two phases: cut at relative position {_fmt(ph.tau, 2)}; early: {', '.join(early)}; late: {', '.join(late)}. *{s['phases']}.*",
+        "",
+    ]
+    lines += ["## Design validation", f"*{s['validation']}.*", ""]
+    for k, r in a.validation.items():
+        lines.append(
+            f"- {k}: rho = {_fmt(r.rho)} (p_t {_fmt(r.p_t, 4)}, exact p {_fmt(r.p_exact, 4)}, n = {r.n}; left out: {', '.join(r.left_out) or 'none'})."
+        )
+    lines += [f"- Paper: weights rho = {PAPER['rho_weights']}, order rho = {PAPER['rho_order']}.", ""]
+    if a.notes:
+        lines += ["## Notes", *[f"- {n}" for n in a.notes], ""]
+    lines += [
+        "## Figures",
+        *[f"![{name}]({FIGS}/{name})" for name, p in figures.items() if p is not None],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(a: NetworkAnalysis, out_dir: str | Path) -> dict[str, Any]:
+    """Writes tables, figures, ``summary.json`` and ``report.md`` under ``out_dir``; returns the summary."""
+    root = Path(out_dir)
+    (root / FIGS).mkdir(parents=True, exist_ok=True)
+    for name, rows in tables(a).items():
+        _write_csv(root / TABLES / name, rows)
+    figures = {name: fn(a, root / FIGS / name) for name, fn in FIGURES.items()}
+    s = summary(a)
+    s["config"] = asdict(a.config)
+    (root / SUMMARY).write_text(json.dumps(s, indent=2) + "\n", encoding="utf-8")
+    (root / REPORT).write_text(markdown(a, figures), encoding="utf-8")
+    return s
+
+
+def run_analysis(
+    annotations: list[Annotation],
+    out_dir: str | Path,
+    cfg: NetworkAnalysisConfig | None = None,
+    map_fn: MapFn = map,
+) -> dict[str, Any]:
+    """``analyze`` then ``write_report``: the whole analysis from annotations to files."""
+    return write_report(analyze(annotations, cfg, map_fn), out_dir)

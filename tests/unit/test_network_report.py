@@ -1,0 +1,127 @@
+"""The whole analysis on annotations: files, conventions, executor independence, input readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from medagent.network.analysis import NetworkAnalysisConfig, analyze
+from medagent.network.figures import FIGURES
+from medagent.network.inputs import load_annotations
+from medagent.network.meditod import read_meditod
+from medagent.network.report import REPORT, SUMMARY, TABLES, write_report
+from tests.unit._netref import REPO, synthetic_annotations
+
+FAST = NetworkAnalysisConfig(
+    null_samples=40,
+    null_batch_size=20,
+    modularity_restarts=3,
+    curveball_burnin=200,
+    curveball_thin=5,
+    cv_folds=5,
+)
+MEDITOD = REPO.parent / "shared" / "data" / "meditod_public_sample" / "data" / "dialogs.json"
+
+
+def test_analysis_on_synthetic_interviews_writes_everything(tmp_path: Path) -> None:
+    a = analyze(synthetic_annotations(60), FAST)
+    assert a.n_interviews == 60
+    assert a.svn.n_tests == len(a.incidence.findings) * len(a.incidence.diagnoses)
+    assert a.modules_binary is not None and a.modules_binary.modules == 3  # the three syndromes
+    assert "hemoptysis" not in a.incidence.findings  # negatives never enter G_B
+    assert set(a.nulls) == {"r00", "r1", "curveball"} and all(s.n == 40 for s in a.nulls.values())
+    assert a.markov is not None and a.markov.selected["bic_full"] == 1
+    assert a.phases.phase["symptom"] == 1 and a.phases.phase["travel"] == 2
+    s = write_report(a, tmp_path)
+    for name in FIGURES:
+        assert (tmp_path / "figures" / name).stat().st_size > 1000, name
+    for table in (
+        "svn_links.csv",
+        "findings.csv",
+        "modules.csv",
+        "nodf_nulls.csv",
+        "markov_orders.csv",
+        "cv_accuracy.csv",
+        "flow_edges.csv",
+        "category_positions.csv",
+        "validation.csv",
+    ):
+        assert (tmp_path / TABLES / table).exists(), table
+    report = (tmp_path / REPORT).read_text()
+    for words in (
+        "N_t = |F|*|D|",
+        "sorted by decreasing fill",
+        "P(D) = joint",
+        "self-loops keep",
+        "npar full",
+        "p_less",
+    ):
+        assert words in report, words
+    assert json.loads((tmp_path / SUMMARY).read_text())["n_interviews"] == 60
+    assert s["modularity"]["binary"]["modules"] == 3
+
+
+def test_null_samples_do_not_depend_on_the_executor() -> None:
+    calls: list[int] = []
+
+    def recording_map(fn, items):  # type: ignore[no-untyped-def]
+        items = list(items)
+        calls.append(len(items))
+        return [fn(x) for x in reversed(items)][::-1]
+
+    anns = synthetic_annotations(45, seed=2)
+    a, b = analyze(anns, FAST), analyze(anns, FAST, map_fn=recording_map)
+    assert calls == [2, 2, 2]  # 40 samples in batches of 20, per null model
+    for model in a.nulls:
+        np.testing.assert_array_equal(a.nulls[model].samples, b.nulls[model].samples)
+
+
+def test_no_validated_link_is_reported_not_raised(tmp_path: Path) -> None:
+    anns = synthetic_annotations(3)
+    a = analyze(anns, FAST)
+    assert a.network.n_links == 0 and a.modules_binary is None and not a.nulls
+    assert any("no bh link" in n for n in a.notes)
+    write_report(a, tmp_path)
+    assert "no bh link" in (tmp_path / REPORT).read_text()
+
+
+@pytest.mark.skipif(not MEDITOD.exists(), reason="MediTOD public sample not found")
+def test_meditod_gold_reader() -> None:
+    anns = {a.interview_id: a for a in read_meditod(MEDITOD)}
+    assert list(anns) == ["115", "317", "407"]
+    a = anns["115"]
+    assert a.annotator == "gold" and a.source == "meditod"
+    assert a.positive_findings == ["coughing", "dyspnea", "colored/excess sputum", "wheezing"]
+    assert "hemoptysis" in a.negative_findings and a.diagnoses == ["chronic bronchitis"]
+    assert anns["407"].diagnoses == ["seborrheic keratosis", "chronic obstructive airway disease"]
+    # 407 first denied "pain", then reported it: positive only (the last dialog state wins).
+    assert "pain" in anns["407"].positive_findings and "pain" not in anns["407"].negative_findings
+    # One question per doctor utterance with an inquiry (the first category: turn 56 of 317 asks about a
+    # symptom and a test), the same rules as the annotators' gold reader.
+    assert [q.category for q in anns["317"].questions if q.turn == 56] == ["symptom"]
+    assert a.questions[0].category == "symptom" and len(a.questions) == 48
+    from medagent.interview.meditod import gold_annotation
+
+    raw = json.loads(MEDITOD.read_text())
+    assert anns["407"] == gold_annotation("407", raw["407"]["utterances"])
+
+
+def test_load_annotations_sets_bad_rows_aside(tmp_path: Path) -> None:
+    good = synthetic_annotations(2)
+    lines = [
+        json.dumps(good[0].to_dict()),
+        "{not json",
+        json.dumps({"source": "x"}),
+        json.dumps(good[0].to_dict()),
+        json.dumps(good[1].to_dict()),
+    ]
+    (tmp_path / "annotations.jsonl").write_text("\n".join(lines) + "\n")
+    loaded = load_annotations(tmp_path)
+    assert [a.interview_id for a in loaded.annotations] == ["S000", "S001"]
+    assert [r.row for r in loaded.rejected] == [2, 3, 4]
+    assert loaded.rejected[2].reason == "duplicate id"
+    with pytest.raises(FileNotFoundError):
+        load_annotations(tmp_path / "missing")
