@@ -16,7 +16,7 @@ ARGS ?=
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test unit integration lint typecheck bench clean help
+.PHONY: setup demo test unit integration lint typecheck bench index clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -54,6 +54,12 @@ test: setup lint typecheck  ## the whole suite: lint, types, unit, integration
 
 bench: setup  ## Ray pipeline vs plain process, questions/s ratio
 	$(PY) benchmarks/bench_pipeline.py
+
+INDEX_DIR ?= outputs/index/cpu_default
+INDEX_ARGS ?=
+
+index: setup  ## build the default CPU retrieval index (MedQuAD + PubMedQA + BioASQ, MiniLM, FAISS flat + BM25) in INDEX_DIR; rerun to resume
+	$(PY) -m pipelines.index_corpus corpus=cpu_default embedder=minilm index=flat out_dir=$(abspath $(INDEX_DIR)) $(INDEX_ARGS)
 
 clean:  ## remove the venv and caches (run outputs are kept)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

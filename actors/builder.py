@@ -10,9 +10,11 @@ import os
 from dataclasses import asdict
 from typing import Any
 
-from medagent.config import ClusterConfig, LLMConfig
+from medagent.config import ClusterConfig, LLMConfig, RerankerConfig, RetrieverConfig
 
 LLM_APP = "medagent-llm"
+APP = "medagent"
+ROUTES = ("/v1/chat/completions", "/v1/retrieve", "/v1/rerank", "/v1/models", "/healthz", "/docs")
 LLM_DEPLOYMENT = "LlamaCppServer"
 LLM_ROUTE = "/llm"
 
@@ -59,9 +61,9 @@ def build_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> Any | None:
     if llm.backend == "llamacpp":
         from ray import serve
 
-        from actors.llm_deployment import LlamaCppServer
+        from actors.llm_deployment import LlamaCppHTTPServer
 
-        deployment = serve.deployment(**llm_deployment_options(cluster))(LlamaCppServer)
+        deployment = serve.deployment(**llm_deployment_options(cluster))(LlamaCppHTTPServer)
         return deployment.bind(asdict(llm))
     if llm.backend == "vllm":
         from actors.gpu_llm import build_vllm_app
@@ -145,3 +147,87 @@ def annotate_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
         "num_gpus": cluster.worker_num_gpus,
         "batch_size": cluster.batch_size,
     }
+
+
+def _replicas(cluster: ClusterConfig, name: str, fixed: int) -> dict[str, Any]:
+    """Fixed ``num_replicas``, or Serve autoscaling when ``cluster.autoscaling`` names the deployment."""
+    auto = cluster.autoscaling.get(name)
+    return {"autoscaling_config": dict(auto)} if auto else {"num_replicas": fixed}
+
+
+def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, Any]]:
+    """Options of every deployment of the serving application, by deployment name."""
+    quiet = {"logging_config": {"enable_access_log": False}}
+    return {
+        "Ingress": {
+            "name": "Ingress",
+            **_replicas(cluster, "Ingress", 1),
+            "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus},
+            "max_ongoing_requests": 256,
+        },
+        "Retriever": {
+            "name": "Retriever",
+            **_replicas(cluster, "Retriever", cluster.retriever_replicas),
+            **quiet,
+            "ray_actor_options": {
+                "num_cpus": cluster.retriever_num_cpus,
+                "num_gpus": cluster.retriever_num_gpus,
+            },
+            "max_ongoing_requests": 128,
+        },
+        "Reranker": {
+            "name": "Reranker",
+            **_replicas(cluster, "Reranker", cluster.reranker_replicas),
+            **quiet,
+            "ray_actor_options": {
+                "num_cpus": cluster.reranker_num_cpus,
+                "num_gpus": cluster.reranker_num_gpus,
+            },
+            "max_ongoing_requests": 64,
+        },
+        LLM_DEPLOYMENT: {
+            **llm_deployment_options(cluster),
+            **_replicas(cluster, LLM_DEPLOYMENT, cluster.llm_replicas),
+        },
+    }
+
+
+def build_serving_app(
+    llm: LLMConfig | None,
+    retriever: RetrieverConfig | None,
+    reranker: RerankerConfig | None,
+    index_dir: str | None,
+    cluster: ClusterConfig,
+) -> Any:
+    """One Serve application: ingress + LLM (llama.cpp backend) + retriever + reranker; any may be None.
+
+    A vLLM LLM is served by ``ray.serve.llm``'s own OpenAI application (``build_llm_app``) beside this one.
+    """
+    from ray import serve
+
+    from actors.ingress import Ingress
+    from actors.llm_deployment import LlamaCppServer
+    from actors.retrieval_servers import RerankerServer, RetrieverServer
+
+    opts = serving_deployment_options(cluster)
+    llm_handle = retriever_handle = reranker_handle = None
+    if llm is not None and llm.backend == "llamacpp":
+        llm_handle = serve.deployment(**opts[LLM_DEPLOYMENT])(LlamaCppServer).bind(asdict(llm))
+    if retriever is not None:
+        if not index_dir:
+            raise ValueError("a retriever needs index_dir= (an index built by pipelines.index_corpus)")
+        retriever_handle = serve.deployment(**opts["Retriever"])(RetrieverServer).bind(
+            index_dir, asdict(retriever)
+        )
+    if reranker is not None:
+        reranker_handle = serve.deployment(**opts["Reranker"])(RerankerServer).bind(asdict(reranker))
+    info = {
+        "llm_served_name": llm.served_name if llm_handle is not None and llm else None,
+        "llm_n_ctx": llm.n_ctx if llm_handle is not None and llm else None,
+        "retriever": retriever.name if retriever else None,
+        "reranker": reranker.name if reranker else None,
+        "index_dir": index_dir,
+    }
+    return serve.deployment(**opts["Ingress"])(Ingress).bind(
+        llm_handle, retriever_handle, reranker_handle, info
+    )

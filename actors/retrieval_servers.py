@@ -1,0 +1,123 @@
+"""Retriever and reranker Serve deployments: plain classes over the library, made deployments by
+``actors.builder``. Requests arriving together are batched with ``@serve.batch``, so one encoder pass and
+one FAISS search serve many callers; the blocking work runs in a thread to keep the replica responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import Any
+
+from ray import serve
+
+from medagent.api import RerankRequest, RerankResponse, RetrievedDocument, RetrieveRequest, RetrieveResponse
+from medagent.config import RerankerConfig, RetrieverConfig, to_dataclass
+from medagent.retrieval.rerank import Candidate, EmbeddingReranker
+from medagent.retrieval.search import Searcher
+
+log = logging.getLogger(__name__)
+
+
+class RetrieverServer:
+    """Query encoder + per-source indexes of one index folder.
+
+    ``retrieve`` raises ``ValueError`` for an unknown source (the ingress answers 400).
+    """
+
+    def __init__(self, index_dir: str, retriever: dict[str, Any]) -> None:
+        self.cfg: RetrieverConfig = to_dataclass(RetrieverConfig, retriever)
+        self.searcher = Searcher(index_dir, use_gpu=self.cfg.use_gpu)
+        # Load the encoder and every index now, not on the first user request.
+        self.searcher.search({"warmup": "warm up"}, top_k=1, mode=self.cfg.mode)
+        self._batched_search.set_max_batch_size(self.cfg.max_batch_size)  # type: ignore[attr-defined]
+        self._batched_search.set_batch_wait_timeout_s(self.cfg.batch_wait_timeout_s)  # type: ignore[attr-defined]
+
+    async def sources(self) -> list[str]:
+        return list(self.searcher.sources)
+
+    async def retrieve(self, request: dict[str, Any]) -> dict[str, Any]:
+        req = RetrieveRequest.model_validate(request)
+        unknown = sorted(set(req.sources or []) - set(self.searcher.sources))
+        if unknown:
+            raise ValueError(f"unknown source(s) {unknown}; this index has {self.searcher.sources}")
+        return await self._batched_search(req)  # type: ignore[no-any-return]
+
+    @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.002)
+    async def _batched_search(self, requests: list[RetrieveRequest]) -> list[dict[str, Any]]:
+        # Requests with the same search parameters share one encoder pass and one index search.
+        groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+        for i, r in enumerate(requests):
+            mode = r.mode or self.cfg.mode
+            parents = self.cfg.return_parents if r.return_parents is None else r.return_parents
+            groups[(r.top_k, mode, tuple(r.sources) if r.sources else None, parents)].append(i)
+        out: list[dict[str, Any]] = [{} for _ in requests]
+        for key, idx in groups.items():
+            # One thread hop per group: search and document lookup together.
+            responses = await asyncio.to_thread(self._search_group, [requests[i] for i in idx], *key)
+            for i, response in zip(idx, responses, strict=True):
+                out[i] = response
+        return out
+
+    def _search_group(
+        self,
+        requests: list[RetrieveRequest],
+        top_k: int,
+        mode: str,
+        sources: tuple[str, ...] | None,
+        parents: bool,
+    ) -> list[dict[str, Any]]:
+        results = self.searcher.search(
+            {str(i): r.query for i, r in enumerate(requests)}, top_k, sources, mode, parents
+        )
+        responses = []
+        for i, r in enumerate(requests):
+            ranked = results[str(i)]
+            docs = self.searcher.documents(list(ranked))
+            responses.append(
+                RetrieveResponse(
+                    query_id=r.query_id,
+                    results=ranked,
+                    documents=[
+                        RetrievedDocument(
+                            id=d.id,
+                            score=ranked[d.id],
+                            source=d.source,
+                            title=d.title,
+                            content=d.content,
+                            doc_id=d.doc_id,
+                            parent_id=d.parent_id,
+                        )
+                        for d in docs
+                    ],
+                ).model_dump()
+            )
+        return responses
+
+
+class RerankerServer:
+    """An embedding reranker; several requests are scored in one forward pass."""
+
+    def __init__(self, reranker: dict[str, Any]) -> None:
+        self.cfg: RerankerConfig = to_dataclass(RerankerConfig, reranker)
+        self.reranker = EmbeddingReranker(self.cfg)
+
+    async def rerank(self, request: dict[str, Any]) -> dict[str, Any]:
+        req = RerankRequest.model_validate(request)
+        return await self._batched_rerank(req)  # type: ignore[no-any-return]
+
+    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.002)
+    async def _batched_rerank(self, requests: list[RerankRequest]) -> list[dict[str, Any]]:
+        by_top_r: dict[int, list[int]] = defaultdict(list)
+        for i, r in enumerate(requests):
+            by_top_r[r.top_r or self.cfg.top_r].append(i)
+        out: list[dict[str, Any]] = [{} for _ in requests]
+        for top_r, idx in by_top_r.items():
+            pairs = [
+                (requests[i].query, [Candidate(c.id, c.text) for c in requests[i].candidates]) for i in idx
+            ]
+            scored = await asyncio.to_thread(self.reranker.rerank_many, pairs, top_r)
+            for i, results in zip(idx, scored, strict=True):
+                out[i] = RerankResponse(results=results).model_dump()
+        return out

@@ -1,0 +1,140 @@
+"""Retrieval through Ray Serve vs the same searches in-process, on the same index.
+
+Run: ``python benchmarks/bench_retrieval.py --index-dir outputs/index/cpu_default [--requests 400]``
+(``make index`` builds that index). Prints, in one run:
+  * queries/s and p50/p99 latency of ``POST /v1/retrieve`` at 1, 8 and 32 concurrent clients;
+  * the same queries searched in-process, one at a time, with the same ``Searcher`` (the baseline);
+  * ratios: Serve queries/s ÷ in-process queries/s, and the p50 latency Serve adds at 1 client;
+  * a bounded loopback load test: 1,000 requests at 32 concurrent (server errors must be 0) and the bad
+    requests of the API contract, each of which must get a 4xx.
+Targets (issue 5): ratio ≥ 0.5 at 32 concurrent; added p50 ≤ 10 ms at 1 client. Noisy machines: read ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from medagent.config import ClusterConfig, RetrieverConfig  # noqa: E402
+from medagent.retrieval.search import Searcher  # noqa: E402
+from pipelines.common import ray_session  # noqa: E402
+
+TOP_K = 8
+BAD = [
+    ({}, 422), ({"query": ""}, 422), ({"query": "x" * 5000}, 422), ({"query": "a", "top_k": 10**6}, 422),
+    ({"query": "a", "sources": ["nejm"]}, 400), ({"query": "a", "mode": "psychic"}, 422),
+]  # fmt: skip
+
+
+def _queries(n: int) -> list[str]:
+    topics = ["asthma", "diabetes", "hypertension", "cystic fibrosis", "migraine", "anemia", "gout", "lupus"]
+    asks = ["symptoms of", "treatment for", "causes of", "diagnosis of", "genetics of"]
+    return [f"{asks[i % len(asks)]} {topics[(i // len(asks)) % len(topics)]} case {i}" for i in range(n)]
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+async def _through_serve(
+    url: str, queries: list[str], concurrency: int
+) -> tuple[float, list[float], list[int]]:
+    sem = asyncio.Semaphore(concurrency)
+    lat: list[float] = []
+    codes: list[int] = []
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+
+        async def one(q: str) -> None:
+            async with sem:
+                t = time.perf_counter()
+                r = await client.post(f"{url}/v1/retrieve", json={"query": q, "top_k": TOP_K})
+                lat.append(time.perf_counter() - t)
+                codes.append(r.status_code)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(q) for q in queries))
+        return len(queries) / (time.perf_counter() - t0), lat, codes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--index-dir", default=str(REPO / "outputs/index/cpu_default"))
+    parser.add_argument("--requests", type=int, default=400, help="requests per concurrency level")
+    args = parser.parse_args()
+    index_dir = str(Path(args.index_dir).resolve())
+    queries = _queries(args.requests)
+
+    searcher = Searcher(index_dir)
+    for i, q in enumerate(queries[:16]):  # warm-up: encoder, indexes and document stores loaded
+        searcher.documents(list(searcher.search({str(i): q}, top_k=TOP_K)[str(i)]))
+    lat_in = []
+    t0 = time.perf_counter()
+    for i, q in enumerate(queries):
+        t = time.perf_counter()
+        ranked = searcher.search({str(i): q}, top_k=TOP_K)[str(i)]
+        searcher.documents(list(ranked))  # the Serve route returns the documents too: same work
+        lat_in.append(time.perf_counter() - t)
+    qps_in = len(queries) / (time.perf_counter() - t0)
+    del searcher
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    cluster = ClusterConfig(num_cpus=4, http_port=port)
+    with ray_session(cluster):
+        from ray import serve
+
+        from actors.builder import build_serving_app, serve_http_options
+
+        serve.start(http_options=serve_http_options(cluster))
+        serve.run(
+            build_serving_app(None, RetrieverConfig(top_k=TOP_K), None, index_dir, cluster),
+            name="bench",
+            route_prefix="/",
+        )
+        url = f"http://127.0.0.1:{port}"
+        asyncio.run(_through_serve(url, queries[:16], 4))  # warm-up
+        rows = []
+        for c in (1, 8, 32):
+            qps, lat, codes = asyncio.run(_through_serve(url, queries, c))
+            rows.append((c, qps, lat, sum(x >= 500 for x in codes)))
+        load_qps, _, load_codes = asyncio.run(_through_serve(url, _queries(1000), 32))
+        bad = [
+            (body, want, httpx.post(f"{url}/v1/retrieve", json=body, timeout=60).status_code)
+            for body, want in BAD
+        ]
+
+    print(f"\nindex {index_dir}, top_k={TOP_K} per source, {len(queries)} requests per level")
+    print(f"in-process Searcher, sequential: {qps_in:8.1f} q/s  p50 {1000 * statistics.median(lat_in):6.1f} ms  "
+          f"p99 {1000 * _pct(lat_in, 0.99):6.1f} ms\n")  # fmt: skip
+    print(f"{'clients':>7} {'q/s':>8} {'÷ in-proc':>10} {'p50 ms':>8} {'p99 ms':>8} {'5xx':>4}")
+    for c, qps, lat, errors in rows:
+        print(f"{c:>7} {qps:>8.1f} {qps / qps_in:>10.2f} {1000 * statistics.median(lat):>8.1f} "
+              f"{1000 * _pct(lat, 0.99):>8.1f} {errors:>4}")  # fmt: skip
+    added = 1000 * (statistics.median(rows[0][2]) - statistics.median(lat_in))
+    print(f"\np50 latency added by Serve at 1 client: {added:.1f} ms (target ≤ 10)")
+    print(f"ratio at 32 clients: {rows[2][1] / qps_in:.2f} (target ≥ 0.5)")
+    print(f"load test: 1000 requests at 32 concurrent, {load_qps:.1f} q/s, "
+          f"{sum(x >= 500 for x in load_codes)} server errors, {load_codes.count(200)} ok")  # fmt: skip
+    print("bad requests: " + ", ".join(f"{want}->{got}" for _, want, got in bad)
+          + ("  (all 4xx)" if all(400 <= g < 500 for *_, g in bad) else "  (NOT all 4xx)"))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

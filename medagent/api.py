@@ -1,0 +1,89 @@
+"""Wire models of the serving API (``/v1/chat/completions``, ``/v1/retrieve``, ``/v1/rerank``): the contract between the Serve
+application, its deployments and their callers. Pure pydantic, so clients import it without Ray.
+
+Limits are part of the contract: an oversized query, ``top_k`` or candidate list is refused with 422
+before any model runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MAX_QUERY_CHARS = 4096
+MAX_TOP_K = 256
+MAX_CANDIDATES = 1024
+MAX_CANDIDATE_CHARS = 20_000
+
+
+class RetrieveRequest(BaseModel):
+    """TopK per source from the first-stage retriever."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    top_k: int = Field(32, ge=1, le=MAX_TOP_K, description="results per source (seed A: 32)")
+    sources: list[str] | None = Field(None, description="sources to search (default: all)")
+    mode: Literal["dense", "bm25", "hybrid"] | None = Field(None, description="default: the retriever's")
+    return_parents: bool | None = Field(None, description="search children, return parents (seed B)")
+    query_id: str = "q"
+
+
+class RetrievedDocument(BaseModel):
+    id: str
+    score: float
+    source: str
+    title: str
+    content: str
+    doc_id: str
+    parent_id: str | None = None
+
+
+class RetrieveResponse(BaseModel):
+    """BEIR-shaped ``results`` (doc id -> score, best first) plus the documents themselves."""
+
+    query_id: str
+    results: dict[str, float]
+    documents: list[RetrievedDocument]
+
+
+class RerankCandidate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(min_length=1)
+    text: str = Field(max_length=MAX_CANDIDATE_CHARS)
+
+
+class RerankRequest(BaseModel):
+    """Scores ``candidates`` against ``query`` and keeps the best ``top_r``."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    candidates: list[RerankCandidate] = Field(min_length=1, max_length=MAX_CANDIDATES)
+    top_r: int | None = Field(
+        None, ge=1, le=MAX_CANDIDATES, description="default: the reranker's (seed A: 32)"
+    )
+
+
+class RerankResponse(BaseModel):
+    results: dict[str, float]
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """The subset of the OpenAI request the CPU engine honours; unknown fields pass through."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    response_format: dict[str, Any] | None = None
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(512, ge=1)
+    seed: int | None = None
+    stream: Literal[False] = False
