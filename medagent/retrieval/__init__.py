@@ -1,0 +1,1 @@
+"""Retrieval: corpus readers, chunking, embedders, FAISS/BM25 indexes, search and reranking."""
