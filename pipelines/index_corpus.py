@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ def _source_dataset(cfg: IndexJobConfig, opened: Any) -> Any:
             lambda b: {"record": b["text"], "row": [-1] * len(b["text"]), "error": [""] * len(b["text"])}
         )
     elif bulk.format == "parquet":
-        ds = ray.data.read_parquet(list(bulk.paths)).map_batches(columns_to_records)
+        ds = ray.data.read_parquet(list(bulk.paths)).map_batches(columns_to_records)  # type: ignore[arg-type]  # ray stubs want numpy batches; we ask for dicts
     else:
         import datasets
 
@@ -94,7 +95,7 @@ def _source_dataset(cfg: IndexJobConfig, opened: Any) -> Any:
         ds = ray.data.from_huggingface(
             datasets.load_dataset(hub["repo_id"], split=hub["split"], revision=hub["revision"])
         )
-        ds = ds.map_batches(columns_to_records)
+        ds = ds.map_batches(columns_to_records)  # type: ignore[arg-type]
     return ds.limit(cfg.limit) if cfg.limit is not None else ds
 
 
@@ -167,9 +168,19 @@ def chunk_sources(cfg: IndexJobConfig, layout: IndexLayout) -> tuple[dict[str, S
 
 # Step 2: embed missing shards ------------------------------------------------------------------------
 def embed_missing(
-    cfg: IndexJobConfig, layout: IndexLayout, stats: dict[str, SourceChunkStats]
+    cfg: IndexJobConfig,
+    layout: IndexLayout,
+    stats: dict[str, SourceChunkStats],
+    on_shard: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Step 2; returns what was embedded this run and whether every shard now exists."""
+    """Step 2; returns what was embedded this run and whether every shard now exists.
+
+    Args:
+        cfg: The job.
+        layout: Its folder.
+        stats: Chunking results per source (which blocks exist).
+        on_shard: Called with ``(source, shard, rows)`` after each shard is written (benchmarks time it).
+    """
     import ray.data
 
     from actors.builder import embed_worker_constructor_kwargs, embed_worker_map_kwargs
@@ -211,7 +222,9 @@ def embed_missing(
     collector = ShardCollector(layout, expected)
     every = max(1, len(todo) // 50)
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-        for source, k in collector.add(batch):
+        for source, k in collector.add(batch):  # type: ignore[arg-type]
+            if on_shard is not None:
+                on_shard(source, k, expected[(source, k)])
             n = len(collector.written)
             report["shards_embedded"] = n
             report["chunks_embedded"] += expected[(source, k)]
