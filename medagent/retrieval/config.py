@@ -127,12 +127,12 @@ class IndexConfig:
 
     kind: str = "flat"
     nlist: int | None = None
-    pq_m: int = 48
+    pq_m: int = 96
     pq_nbits: int = 8
-    nprobe: int = 32
-    hnsw_m: int = 16
+    nprobe: int = 256
+    hnsw_m: int = 8
     ef_construction: int = 200
-    ef_search: int = 128
+    ef_search: int = 512
     hnsw_storage: str = "flat"
     refine_factor: int = 0
     train_size: int = 100_000
