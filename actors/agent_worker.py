@@ -13,21 +13,17 @@ import asyncio
 import json
 from typing import Any
 
+from actors.common import chat_model_for, validate_columns
 from medagent.agent import build_agent
 from medagent.config import AgentConfig, LLMConfig, to_dataclass
-from medagent.llm.base import ChatModel, LLMError
-from medagent.llm.handle import DeploymentHandleChatModel
-from medagent.llm.openai_client import OpenAIChatClient
+from medagent.llm.base import LLMError
 from medagent.types import INVALID, Prediction, Question
 
 REQUIRED_INPUT_KEYS = ("id", "question")
 
 
 def validate_inputs(batch: dict[str, Any], stage: str = "AgentWorker") -> None:
-    """Names the stage and the missing column instead of failing with a bare KeyError."""
-    missing = [k for k in REQUIRED_INPUT_KEYS if k not in batch]
-    if missing:
-        raise ValueError(f"{stage}: input batch lacks required column(s) {missing}; has {sorted(batch)}")
+    validate_columns(batch, REQUIRED_INPUT_KEYS, stage)
 
 
 class AgentWorker:
@@ -48,22 +44,7 @@ class AgentWorker:
         self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
 
     def _build(self) -> Any:
-        llm: ChatModel
-        if self.endpoint["kind"] == "handle":
-            from ray import serve
-
-            handle = serve.get_deployment_handle(self.endpoint["deployment"], app_name=self.endpoint["app"])
-            llm = DeploymentHandleChatModel(
-                handle, self.llm_cfg.served_name, max_retries=self.llm_cfg.max_retries
-            )
-        else:
-            llm = OpenAIChatClient(
-                self.endpoint["base_url"],
-                self.llm_cfg.served_name,
-                api_key_env=self.llm_cfg.api_key_env,
-                timeout_s=self.llm_cfg.request_timeout_s,
-                max_retries=self.llm_cfg.max_retries,
-            )
+        llm = chat_model_for(self.llm_cfg, self.endpoint)
         return build_agent(self.agent_cfg, llm, {"json_schema": self.llm_cfg.supports_json_schema})
 
     async def _answer(self, q: Question) -> Prediction:

@@ -12,23 +12,19 @@ import asyncio
 import threading
 from typing import Any
 
+from actors.common import chat_model_for, validate_columns
 from medagent.config import AnnotatorConfig, LLMConfig, to_dataclass
 from medagent.interview.annotate.llm import LLMAnnotator
 from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import Annotation
 from medagent.llm.base import ChatModel
-from medagent.llm.handle import DeploymentHandleChatModel
-from medagent.llm.openai_client import OpenAIChatClient
 
 REQUIRED_INPUT_KEYS = ("id", "role", "interview")
 
 
 def validate_inputs(batch: dict[str, Any], stage: str = "AnnotateWorker") -> None:
-    """Names the stage and the missing column instead of failing with a bare KeyError."""
-    missing = [k for k in REQUIRED_INPUT_KEYS if k not in batch]
-    if missing:
-        raise ValueError(f"{stage}: input batch lacks required column(s) {missing}; has {sorted(batch)}")
+    validate_columns(batch, REQUIRED_INPUT_KEYS, stage)
 
 
 class AnnotateWorker:
@@ -65,20 +61,7 @@ class AnnotateWorker:
         self._sem = asyncio.Semaphore(self.cfg.max_concurrency)
 
     async def _client(self) -> ChatModel:
-        if self.endpoint["kind"] == "handle":
-            from ray import serve
-
-            handle = serve.get_deployment_handle(self.endpoint["deployment"], app_name=self.endpoint["app"])
-            return DeploymentHandleChatModel(
-                handle, self.llm_cfg.served_name, max_retries=self.llm_cfg.max_retries
-            )
-        return OpenAIChatClient(
-            self.endpoint["base_url"],
-            self.llm_cfg.served_name,
-            api_key_env=self.llm_cfg.api_key_env,
-            timeout_s=self.llm_cfg.request_timeout_s,
-            max_retries=self.llm_cfg.max_retries,
-        )
+        return chat_model_for(self.llm_cfg, self.endpoint)
 
     async def _one(self, interview: Interview) -> Annotation:
         async with self._sem:
