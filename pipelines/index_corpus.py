@@ -14,6 +14,7 @@ out the same (same vectors, same ids).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -38,6 +39,7 @@ from medagent.retrieval.build import (
 )
 from medagent.retrieval.chunking import validate_chunking
 from medagent.retrieval.config import IndexJobConfig
+from medagent.retrieval.index import validate_index
 from medagent.retrieval.layout import (
     IndexLayout,
     parquet_rows,
@@ -99,7 +101,9 @@ def _source_dataset(cfg: IndexJobConfig, opened: Any) -> Any:
     return ds.limit(cfg.limit) if cfg.limit is not None else ds
 
 
-def chunk_sources(cfg: IndexJobConfig, layout: IndexLayout) -> tuple[dict[str, SourceChunkStats], float, int]:
+def chunk_sources(
+    cfg: IndexJobConfig, layout: IndexLayout, need_ray: Callable[[], None] = lambda: None
+) -> tuple[dict[str, SourceChunkStats], float, int]:
     """Step 1 for every source not yet chunked; returns per-source counts, the seconds spent and the chunks
     made in this run."""
     import shutil
@@ -136,27 +140,34 @@ def chunk_sources(cfg: IndexJobConfig, layout: IndexLayout) -> tuple[dict[str, S
             continue
         for stale in (layout.chunk_dir(src.name), layout.parent_block(src.name, 0).parent):
             shutil.rmtree(stale, ignore_errors=True)  # an interrupted chunking of this source
+        need_ray()
         t = time.perf_counter()
-        ray.data.DataContext.get_current().execution_options.preserve_order = True
-        ds = (
-            _source_dataset(cfg, opened)
-            .map_batches(normalize_batch, fn_kwargs={"source": src.name}, **prepare_map_kwargs(cfg.cluster))
-            .map_batches(
-                chunk_batch,
-                fn_kwargs={"chunking": asdict(cfg.corpus.chunking)},
-                **prepare_map_kwargs(cfg.cluster),
+        options = ray.data.DataContext.get_current().execution_options
+        # Chunk ordinals (hence shard membership) follow the source's record order.
+        options.preserve_order = True
+        try:
+            ds = (
+                _source_dataset(cfg, opened)
+                .map_batches(
+                    normalize_batch, fn_kwargs={"source": src.name}, **prepare_map_kwargs(cfg.cluster)
+                )
+                .map_batches(
+                    chunk_batch,
+                    fn_kwargs={"chunking": asdict(cfg.corpus.chunking)},
+                    **prepare_map_kwargs(cfg.cluster),
+                )
             )
-        )
-        sink = ChunkSink(layout, src.name, cfg.shard_size, seen)
-        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-            sink.add(batch)
+            sink = ChunkSink(layout, src.name, cfg.shard_size, seen)
+            for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+                sink.add(batch)
+        finally:
+            options.preserve_order = False
         stats[src.name] = sink.finish(opened.files)
         spent += time.perf_counter() - t
         made += stats[src.name].chunks
         s = stats[src.name]
         log.info("chunk %s: %d documents -> %d chunks in %d blocks, %d rejected %s (%.1fs)", src.name, s.documents,
                  s.chunks, s.blocks, s.rejected, s.rejected_by_reason, s.seconds)  # fmt: skip
-    ray.data.DataContext.get_current().execution_options.preserve_order = False
     lines = "".join(
         layout.source_rejected(s).read_text(encoding="utf-8")
         for s in stats
@@ -172,6 +183,7 @@ def embed_missing(
     layout: IndexLayout,
     stats: dict[str, SourceChunkStats],
     on_shard: Callable[[str, int, int], None] | None = None,
+    need_ray: Callable[[], None] = lambda: None,
 ) -> dict[str, Any]:
     """Step 2; returns what was embedded this run and whether every shard now exists.
 
@@ -180,6 +192,7 @@ def embed_missing(
         layout: Its folder.
         stats: Chunking results per source (which blocks exist).
         on_shard: Called with ``(source, shard, rows)`` after each shard is written (benchmarks time it).
+        need_ray: Called before Ray is first used (starts it lazily).
     """
     import ray.data
 
@@ -209,6 +222,7 @@ def embed_missing(
         log.info("embed: all %d shards already exist", total)
         return report
     log.info("embed: %d of %d shards to embed (%d chunks)", len(todo), total, sum(expected.values()))
+    need_ray()
     t = time.perf_counter()
     # One row per missing shard; EmbedWorker reads and encodes each shard in one call (see its docstring).
     ds = ray.data.from_items(todo, override_num_blocks=len(todo)).map_batches(
@@ -250,6 +264,7 @@ def _rate(n: float, seconds: float) -> float:
 def run(cfg: IndexJobConfig) -> dict[str, Any]:
     """Runs (or resumes) the job; returns the manifest, or a partial report when stopped early."""
     validate_chunking(cfg.corpus.chunking)
+    validate_index(cfg.index, cfg.embedder.dimension)  # fail now, not after hours of embedding
     if not cfg.corpus.sources:
         raise ValueError(f"corpus {cfg.corpus.name!r} has no sources")
     layout = IndexLayout(cfg.out_dir)
@@ -266,10 +281,19 @@ def run(cfg: IndexJobConfig) -> dict[str, Any]:
         return dict(previous)
     layout.manifest.unlink(missing_ok=True)  # the folder is complete again only when a new one is written
     start = time.perf_counter()
-    with ray_session(cfg.cluster) as ray:
-        ray.data.DataContext.get_current().enable_progress_bars = cfg.progress
-        stats, chunk_s, chunked_now = chunk_sources(cfg, layout)
-        embedded = embed_missing(cfg, layout, stats)
+    with contextlib.ExitStack() as stack:
+        # Ray starts only when a source must be chunked or a shard embedded: re-indexing finished shards
+        # (another index kind, a lost index file) needs none.
+        started: list[bool] = []
+
+        def need_ray() -> None:
+            if not started:
+                ray = stack.enter_context(ray_session(cfg.cluster))
+                ray.data.DataContext.get_current().enable_progress_bars = cfg.progress
+                started.append(True)
+
+        stats, chunk_s, chunked_now = chunk_sources(cfg, layout, need_ray)
+        embedded = embed_missing(cfg, layout, stats, need_ray=need_ray)
     if not embedded["complete"]:
         return {"complete": False, "embed": embedded, "out_dir": str(layout.root)}
     t = time.perf_counter()

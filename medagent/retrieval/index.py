@@ -39,6 +39,19 @@ def _metric(metric: str) -> int:
     return int(faiss.METRIC_L2 if metric == "l2" else faiss.METRIC_INNER_PRODUCT)
 
 
+def validate_index(cfg: IndexConfig, dim: int) -> None:
+    """Raises ValueError for an index configuration that could not be built for ``dim``-vectors."""
+    if cfg.kind not in KINDS:
+        raise ValueError(f"index.kind must be one of {KINDS}, got {cfg.kind!r}")
+    if cfg.kind == "hnsw" and cfg.hnsw_storage not in HNSW_STORAGE:
+        raise ValueError(f"index.hnsw_storage must be one of {HNSW_STORAGE}, got {cfg.hnsw_storage!r}")
+    uses_pq = cfg.kind == "ivfpq" or (cfg.kind == "hnsw" and cfg.hnsw_storage == "pq")
+    if uses_pq and dim % cfg.pq_m:
+        raise ValueError(f"index.pq_m={cfg.pq_m} must divide the dimension {dim}")
+    if cfg.refine_factor < 0:
+        raise ValueError(f"index.refine_factor must be >= 0, got {cfg.refine_factor}")
+
+
 def needs_training(cfg: IndexConfig) -> bool:
     return cfg.kind == "ivfpq" or (cfg.kind == "hnsw" and cfg.hnsw_storage != "flat")
 
@@ -63,17 +76,13 @@ def new_index(cfg: IndexConfig, kind: str, dim: int, metric: str, n: int) -> tup
     m = _metric(metric)
     if kind == "flat":
         return faiss.IndexFlat(dim, m), {}
-    uses_pq = kind == "ivfpq" or (kind == "hnsw" and cfg.hnsw_storage == "pq")
-    if uses_pq and dim % cfg.pq_m:
-        raise ValueError(f"index.pq_m={cfg.pq_m} must divide the dimension {dim}")
+    validate_index(cfg, dim)
     if kind == "ivfpq":
         n_train = min(n, cfg.train_size)
         nlist = cfg.nlist or max(1, min(int(4 * math.sqrt(n)), n_train // 39))
         ivf: Any = faiss.IndexIVFPQ(faiss.IndexFlat(dim, m), dim, nlist, cfg.pq_m, cfg.pq_nbits, m)
         ivf.nprobe = cfg.nprobe
         return ivf, {"nlist": nlist, "pq_m": cfg.pq_m, "pq_nbits": cfg.pq_nbits, "nprobe": cfg.nprobe}
-    if cfg.hnsw_storage not in HNSW_STORAGE:
-        raise ValueError(f"index.hnsw_storage must be one of {HNSW_STORAGE}, got {cfg.hnsw_storage!r}")
     index: Any
     if cfg.hnsw_storage == "flat":
         index = faiss.IndexHNSWFlat(dim, cfg.hnsw_m, m)

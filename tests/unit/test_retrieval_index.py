@@ -16,6 +16,7 @@ from medagent.retrieval.index import (
     build_dense_index,
     bytes_per_vector,
     effective_kind,
+    validate_index,
 )
 from medagent.retrieval.layout import IndexLayout, read_shard, write_shard
 
@@ -93,6 +94,9 @@ def test_a_source_too_small_to_train_gets_a_flat_index(tmp_path: Path) -> None:
     assert effective_kind(IndexConfig(kind="hnsw", hnsw_storage="flat"), 100) == "hnsw"
     with pytest.raises(ValueError, match="index.kind"):
         effective_kind(IndexConfig(kind="lsh"), 100)
+    with pytest.raises(ValueError, match="hnsw_storage"):
+        validate_index(IndexConfig(kind="hnsw", hnsw_storage="lsq"), 16)
+    validate_index(IndexConfig(kind="ivfpq", pq_m=96), 384)
     with pytest.raises(ValueError, match="must divide the dimension"):
         build_dense_index(
             IndexConfig(kind="ivfpq", pq_m=5), _shards(tmp_path, _clustered(2000, 16), 2000), 2000, 16, "l2"
