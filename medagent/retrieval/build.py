@@ -295,7 +295,8 @@ def write_index_manifest(
     """Write ``manifest.json`` (last: its presence marks the folder complete) and return it."""
     totals = {k: sum(s[k] for s in sources.values()) for k in ("documents", "chunks", "vectors", "rejected")}
     data_files = [Path(p) for s in sources.values() for p in s["data_files"]]
-    manifest = build_manifest(asdict(cfg), data_files, previous, fingerprint=fp)
+    # Each invocation's timings also go into ``history``: a resumed job's manifest keeps the earlier runs'.
+    manifest = build_manifest(asdict(cfg), data_files, previous, fingerprint=fp, timings=timings)
     manifest.update({"format": 1, "fingerprint": fp, "complete": True, "sources": sources, "totals": totals,
                      "timings": timings})  # fmt: skip
     e = cfg.embedder
