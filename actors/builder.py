@@ -133,6 +133,13 @@ def embed_worker_constructor_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     return {"threads": threads if cluster.embed_num_gpus == 0 else None}
 
 
+def retriever_threads(cluster: ClusterConfig) -> int | None:
+    """Torch threads per CPU retriever replica (None on GPU: the encoder runs there)."""
+    if cluster.retriever_num_gpus:
+        return None
+    return cluster.retriever_threads or max(1, (os.cpu_count() or 1) // max(1, cluster.retriever_replicas))
+
+
 def annotate_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     """``map_batches`` options for ``AnnotateWorker`` (LLM interview annotation).
 
@@ -217,7 +224,7 @@ def build_serving_app(
         if not index_dir:
             raise ValueError("a retriever needs index_dir= (an index built by pipelines.index_corpus)")
         retriever_handle = serve.deployment(**opts["Retriever"])(RetrieverServer).bind(
-            index_dir, asdict(retriever)
+            index_dir, asdict(retriever), retriever_threads(cluster)
         )
     if reranker is not None:
         reranker_handle = serve.deployment(**opts["Reranker"])(RerankerServer).bind(asdict(reranker))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI, HTTPException
+from fastapi import FastAPI, HTTPException, Response
 from ray import serve
 
 from medagent.api import (
@@ -56,13 +56,15 @@ class Ingress:
         return result
 
     @app.post("/v1/retrieve", response_model=RetrieveResponse)
-    async def retrieve(self, request: RetrieveRequest) -> dict[str, Any]:
+    async def retrieve(self, request: RetrieveRequest) -> Response:
         retriever = self._need(self.retriever, "retriever")
         try:
-            result: dict[str, Any] = await retriever.retrieve.remote(request.model_dump())
+            body: bytes = await retriever.retrieve_json.remote(request.model_dump())
         except ValueError as exc:  # Serve re-raises the replica's ValueError (unknown source)
             raise HTTPException(400, str(exc).splitlines()[-1]) from exc
-        return result
+        # Already a serialised RetrieveResponse: returning a Response skips FastAPI's re-validation and
+        # re-encoding of every document (``response_model`` still documents the shape in /docs).
+        return Response(content=body, media_type="application/json")
 
     @app.post("/v1/rerank", response_model=RerankResponse)
     async def rerank(self, request: RerankRequest) -> dict[str, Any]:

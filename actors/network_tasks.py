@@ -14,7 +14,7 @@ import ray
 
 @ray.remote(num_cpus=1, max_retries=3)
 def call(fn: Callable[[Any], Any], item: Any) -> Any:
-    """Runs one library call (e.g. ``medagent.network.nulls.null_nodf_batch``) on a worker."""
+    """Runs one library call (``medagent.network.nulls.null_nodf_batch`` or ``null_q_batch``) on a worker."""
     return fn(item)
 
 

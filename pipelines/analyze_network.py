@@ -1,9 +1,9 @@
 """Network analysis of annotations: ``python -m pipelines.analyze_network annotations=<run_dir|dialogs.json>``.
 
 Reads annotations (a run dir of ``annotate_interviews``, a JSONL file, or MediTOD gold JSON), runs
-``medagent.network.analysis.analyze`` with the NODF null samples fanned out as Ray tasks
-(``actors.network_tasks.ray_map``), and writes tables, figures, ``report.md`` and ``summary.json`` into one
-run directory with its manifest and ``rejected.jsonl``.
+``medagent.network.analysis.analyze`` with the null samples (NODF nulls and the optimised modularity nulls)
+fanned out as Ray tasks (``actors.network_tasks.ray_map``), and writes tables, figures, ``report.md`` and
+``summary.json`` into one run directory with its manifest and ``rejected.jsonl``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The full network analysis of seed B on a list of ``Annotation``: results as plain data, no files.
 
-``analyze`` runs every metric of the issue in order: validated knowledge network G_B, Barber modules, NODF
-with null models, roles, informational value, the questioning-flow network, Markov order selection with
-cross-validation, the two phases and the design validation. Null samples go through an injected ``map_fn``
-(default: the builtin serial ``map``) so a pipeline can fan them out as Ray tasks; the samples do not depend
-on the executor. ``conventions`` lists every choice the paper leaves open, for the report.
+``analyze`` runs every metric of the issue in order: validated knowledge network G_B, Barber modules and the
+significance of Q against optimised null networks, NODF with null models, roles, informational value, the
+questioning-flow network, Markov order selection with cross-validation, the two phases and the design
+validation. Null samples (NODF and modularity nulls) go through an injected ``map_fn`` (default: the builtin
+serial ``map``) so a pipeline can fan them out as Ray tasks; the samples do not depend on the executor.
+``conventions`` lists every choice the paper leaves open, for the report.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from medagent.network.information import kl_information, mutual_information
 from medagent.network.markov import CVResult, OrderSelection, cv_accuracy, prepare, select_order
 from medagent.network.modularity import Partition, maximise_barber_q
 from medagent.network.nestedness import NODFResult, nodf
-from medagent.network.nulls import MapFn, NullSummary, nodf_null
+from medagent.network.nulls import MapFn, NullSummary, modularity_null, nodf_null
 from medagent.network.roles import czvalues, role
 from medagent.network.svn import Incidence, SVNResult, incidence_from_annotations, svn_links
 from medagent.network.validation import SpearmanResult, load_priorities, spearman_aligned, validate_design
@@ -43,6 +44,11 @@ class NetworkAnalysisConfig:
     # Which validated links form G_B: "bh" (Benjamini–Hochberg) or "bonferroni"; both are reported.
     links: str = "bh"
     modularity_restarts: int = 50
+    # Significance of the binary Q_B (METHODS.md §1.2 pitfall 5): null networks of this model, each optimised
+    # like G_B (same restarts and seed); 0 skips it. One executor task per batch.
+    modularity_null_samples: int = 99
+    modularity_null_model: str = "curveball"
+    modularity_null_batch_size: int = 10
     null_models: list[str] = field(default_factory=lambda: ["r00", "r1", "curveball"])
     null_samples: int = 999
     null_batch_size: int = 250
@@ -88,6 +94,8 @@ class NetworkAnalysis:
     modules_weighted: Partition | None
     nodf_obs: NODFResult | None
     nulls: dict[str, NullSummary]
+    # Binary Q_B against optimised null networks (None: skipped or no G_B).
+    modularity_null: NullSummary | None
     finding_table: list[dict[str, Any]]
     diagnosis_table: list[dict[str, Any]]
     hubs_vs_information: dict[str, SpearmanResult]
@@ -135,6 +143,18 @@ def conventions(cfg: NetworkAnalysisConfig, n_states: int) -> dict[str, str]:
             f"Barber Q_B (own barber_q), maximised by leidenalg three-layer CPM, best of "
             f"{cfg.modularity_restarts} seeded restarts (a lower bound on max Q); binary G_B, weighted variant "
             "uses N_fd; modules = groups holding a linked row and a linked column"
+        ),
+        "modularity_null": (
+            f"binary Q_B against {cfg.modularity_null_samples} {cfg.modularity_null_model} null networks of G_B "
+            f"(seed {cfg.seed}, batches of {cfg.modularity_null_batch_size}"
+            + (
+                f", curveball burn-in {cfg.curveball_burnin}, thin {cfg.curveball_thin}, one chain per batch"
+                if cfg.modularity_null_model == "curveball"
+                else ""
+            )
+            + f"), each optimised like G_B (best of {cfg.modularity_restarts} Leiden restarts, not G_B's "
+            "partition); z = (obs-mean)/sd (sd ddof=1); p = p_greater = (1+#{null Q>=obs})/(n+1) for 'more "
+            "modular than random'"
         ),
         "nodf": (
             f"NODF on 0-100, {'sorted by decreasing fill (vegan order=TRUE)' if cfg.nodf_sort else 'as presented'}; "
@@ -229,9 +249,24 @@ def analyze(
     part_b = part_w = None
     nodf_obs = None
     nulls: dict[str, NullSummary] = {}
+    q_null = None
     if net.n_links:
         part_b = maximise_barber_q(net.B, weighted=False, restarts=cfg.modularity_restarts, seed=cfg.seed)
         part_w = maximise_barber_q(net.W, weighted=True, restarts=cfg.modularity_restarts, seed=cfg.seed)
+        if cfg.modularity_null_samples > 0:
+            q_null = modularity_null(
+                net.B,
+                cfg.modularity_null_model,
+                cfg.modularity_null_samples,
+                cfg.seed,
+                restarts=cfg.modularity_restarts,
+                opt_seed=cfg.seed,
+                obs=part_b.Q,
+                batch_size=cfg.modularity_null_batch_size,
+                burnin=cfg.curveball_burnin,
+                thin=cfg.curveball_thin,
+                map_fn=map_fn,
+            )
         nodf_obs = nodf(net.B, sort=cfg.nodf_sort)
         if min(net.B.shape) >= 2:
             for model in cfg.null_models:
@@ -288,6 +323,7 @@ def analyze(
         modules_weighted=part_w,
         nodf_obs=nodf_obs,
         nulls=nulls,
+        modularity_null=q_null,
         finding_table=findings,
         diagnosis_table=diagnoses,
         hubs_vs_information=hubs,

@@ -74,6 +74,21 @@ def nulls_figure(a: NetworkAnalysis, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def modularity_null_figure(a: NetworkAnalysis, path: Path) -> Path | None:
+    """Histogram of the optimised Q_B of the null networks with the observed Q_B."""
+    s = a.modularity_null
+    if s is None:
+        return None
+    fig = _figure(4.5, 3.2)
+    ax = fig.subplots()
+    ax.hist(s.samples, bins=min(30, max(5, s.n // 5)), color="0.7")
+    ax.axvline(s.obs, color="red", label=f"observed {s.obs:.3f}")
+    ax.set_title(f"{s.model} nulls (n = {s.n}): z = {s.z:.2f}, p = {s.p_greater:.3g}", fontsize=9)
+    ax.set_xlabel("best Barber Q_B of each null network")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
 def roles_figure(a: NetworkAnalysis, path: Path) -> Path | None:
     """c-z plot of findings with the Olesen et al. thresholds."""
     rows = [r for r in a.finding_table if r["degree"]]
@@ -183,6 +198,7 @@ def phases_figure(a: NetworkAnalysis, path: Path) -> Path | None:
 
 FIGURES = {
     "modules.png": modules_figure,
+    "modularity_null.png": modularity_null_figure,
     "nodf_nulls.png": nulls_figure,
     "roles_cz.png": roles_figure,
     "kl_information.png": kl_figure,

@@ -61,6 +61,20 @@ def _write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> Path:
     return path
 
 
+def modularity_null_dict(a: NetworkAnalysis) -> dict[str, Any] | None:
+    """The significance of the binary Q_B: null summary, ``p`` (= ``p_greater``) and how the nulls were made."""
+    q, cfg = a.modularity_null, a.config
+    if q is None:
+        return None
+    return {
+        **q.to_dict(),
+        "p": q.p_greater,
+        "seed": cfg.seed,
+        "restarts": cfg.modularity_restarts,
+        "batch_size": cfg.modularity_null_batch_size,
+    }
+
+
 def tables(a: NetworkAnalysis) -> dict[str, list[dict[str, Any]]]:
     """Every table of the report as rows (file name -> rows)."""
     inc, svn, net = a.incidence, a.svn, a.network
@@ -99,6 +113,12 @@ def tables(a: NetworkAnalysis) -> dict[str, list[dict[str, Any]]]:
         "findings.csv": a.finding_table,
         "diagnoses.csv": a.diagnosis_table,
         "modules.csv": modules,
+        "modularity_null.csv": [d] if (d := modularity_null_dict(a)) else [],
+        "modularity_null_samples.csv": (
+            [{"model": a.modularity_null.model, "Q": float(x)} for x in a.modularity_null.samples]
+            if a.modularity_null
+            else []
+        ),
         "nodf_nulls.csv": [s.to_dict() for s in a.nulls.values()],
         "nodf_null_samples.csv": [
             {"model": m, "nodf": float(x)} for m, s in a.nulls.items() for x in s.samples
@@ -152,6 +172,7 @@ def summary(a: NetworkAnalysis) -> dict[str, Any]:
             k: ({"Q": p.Q, "modules": p.modules, "hits": p.hits, "restarts": p.restarts} if p else None)
             for k, p in (("binary", a.modules_binary), ("weighted", a.modules_weighted))
         },
+        "modularity_null": modularity_null_dict(a),
         "nodf": a.nodf_obs.to_dict() if a.nodf_obs else None,
         "nulls": {m: s.to_dict() for m, s in a.nulls.items()},
         "mutual_information_nats": a.mutual_information_nats,
@@ -197,6 +218,12 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
         f"(weighted: {_fmt(a.modules_weighted.Q if a.modules_weighted else None)}, {a.modules_weighted.modules if a.modules_weighted else 'n/a'} modules); "
         f"paper: Q = {PAPER['Q']}, {PAPER['modules']} modules. *{s['modularity']}.*",
     ]
+    if (qn := a.modularity_null) is not None:
+        lines.append(
+            f"- Significance of Q_B: null Q = {_fmt(qn.mean)} +- {_fmt(qn.sd)} over {qn.n} optimised "
+            f"{qn.model} null networks (seed {a.config.seed}); z = {_fmt(qn.z, 2)}, empirical p = "
+            f"{_fmt(qn.p_greater, 4)}; paper: not tested against nulls. *{s['modularity_null']}.*"
+        )
     if a.nodf_obs:
         lines.append(
             f"- NODF = {a.nodf_obs.nodf:.2f} (N_row {a.nodf_obs.n_row:.2f}, N_col {a.nodf_obs.n_col:.2f}). *{s['nodf']}.*"

@@ -20,6 +20,8 @@ FAST = NetworkAnalysisConfig(
     null_samples=40,
     null_batch_size=10,
     modularity_restarts=3,
+    modularity_null_samples=12,
+    modularity_null_batch_size=4,
     curveball_burnin=200,
     curveball_thin=5,
     cv_folds=5,
@@ -36,6 +38,9 @@ def test_ray_tasks_match_serial_and_pipeline_writes_run_dir(
     on_ray = analyze(anns, FAST, map_fn=ray_map)
     for model, s in serial.nulls.items():
         np.testing.assert_array_equal(s.samples, on_ray.nulls[model].samples)
+    assert serial.modularity_null is not None and on_ray.modularity_null is not None
+    np.testing.assert_array_equal(serial.modularity_null.samples, on_ray.modularity_null.samples)
+    assert repr(serial.modularity_null.to_dict()) == repr(on_ray.modularity_null.to_dict())  # NaN z
 
     src = tmp_path / "annotations.jsonl"
     src.write_text("".join(json.dumps(a.to_dict()) + "\n" for a in anns) + "{broken\n")
@@ -51,5 +56,6 @@ def test_ray_tasks_match_serial_and_pipeline_writes_run_dir(
     assert out["rejected"] == 1 and out["n_interviews"] == 36
     assert out["nulls"]["curveball"]["mean"] == pytest.approx(float(serial.nulls["curveball"].samples.mean()))
     assert (root / "figures" / "nodf_nulls.png").exists() and (root / "report.md").exists()
+    assert out["modularity_null"]["p"] == pytest.approx(serial.modularity_null.p_greater)
     assert json.loads((root / "manifest.json").read_text())["config"]["network"]["null_samples"] == 40
     assert ray_cluster.is_initialized()

@@ -201,3 +201,38 @@ def test_load_1000_retrievals_at_32_concurrent(app: str) -> None:
 
     codes = asyncio.run(go())
     assert codes.count(200) == 1000, json.dumps({c: codes.count(c) for c in set(codes)})
+
+
+def test_killed_replica_is_restarted_and_the_app_stays_up(app: str) -> None:
+    """A replica that dies (here: killed) is replaced by Serve; other routes answer meanwhile."""
+    import time
+
+    import ray
+
+    names = [
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["name"].startswith(f"SERVE_REPLICA::{APP}#Retriever")
+    ]
+    assert len(names) == 1, names
+    ray.kill(ray.get_actor(names[0], namespace="serve"), no_restart=True)
+
+    # The ingress and the LLM keep answering while the retriever replica is replaced.
+    assert httpx.get(f"{app}/v1/models", timeout=30).status_code == 200
+    deadline, codes = time.monotonic() + 180, []
+    while time.monotonic() < deadline:
+        try:
+            r = httpx.post(f"{app}/v1/retrieve", json={"query": "cystic fibrosis", "top_k": 2}, timeout=60)
+            codes.append(r.status_code)
+            if r.status_code == 200 and r.json()["documents"]:
+                break
+        except httpx.HTTPError as exc:  # the request in flight may fail while the replica is gone
+            codes.append(type(exc).__name__)
+        time.sleep(1)
+    assert codes and codes[-1] == 200, codes
+    replacements = [
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["name"].startswith(f"SERVE_REPLICA::{APP}#Retriever")
+    ]
+    assert replacements and names[0] not in replacements, replacements

@@ -99,6 +99,7 @@ def test_pipeline_config_composes_and_runs_serially(tmp_path: Path) -> None:
                 "network.null_samples=20",
                 "network.null_batch_size=10",
                 "network.modularity_restarts=2",
+                "network.modularity_null_samples=10",
                 "network.curveball_burnin=100",
             ],
         )
@@ -116,3 +117,4 @@ def test_pipeline_config_composes_and_runs_serially(tmp_path: Path) -> None:
         and (root / "metrics.json").exists()
     )
     assert out["n_interviews"] == 30 and out["rejected"] == 0
+    assert out["modularity_null"]["n"] == 10 and out["modularity_null"]["model"] == "curveball"

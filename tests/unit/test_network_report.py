@@ -19,6 +19,8 @@ FAST = NetworkAnalysisConfig(
     null_samples=40,
     null_batch_size=20,
     modularity_restarts=3,
+    modularity_null_samples=12,
+    modularity_null_batch_size=5,
     curveball_burnin=200,
     curveball_thin=5,
     cv_folds=5,
@@ -33,6 +35,9 @@ def test_analysis_on_synthetic_interviews_writes_everything(tmp_path: Path) -> N
     assert a.modules_binary is not None and a.modules_binary.modules == 3  # the three syndromes
     assert "hemoptysis" not in a.incidence.findings  # negatives never enter G_B
     assert set(a.nulls) == {"r00", "r1", "curveball"} and all(s.n == 40 for s in a.nulls.values())
+    qn = a.modularity_null
+    assert qn is not None and qn.n == 12 and qn.model == "curveball"
+    assert qn.obs == a.modules_binary.Q
     assert a.markov is not None and a.markov.selected["bic_full"] == 1
     assert a.phases.phase["symptom"] == 1 and a.phases.phase["travel"] == 2
     s = write_report(a, tmp_path)
@@ -42,6 +47,8 @@ def test_analysis_on_synthetic_interviews_writes_everything(tmp_path: Path) -> N
         "svn_links.csv",
         "findings.csv",
         "modules.csv",
+        "modularity_null.csv",
+        "modularity_null_samples.csv",
         "nodf_nulls.csv",
         "markov_orders.csv",
         "cv_accuracy.csv",
@@ -58,10 +65,14 @@ def test_analysis_on_synthetic_interviews_writes_everything(tmp_path: Path) -> N
         "self-loops keep",
         "npar full",
         "p_less",
+        "Significance of Q_B",
+        "each optimised like G_B",
     ):
         assert words in report, words
     assert json.loads((tmp_path / SUMMARY).read_text())["n_interviews"] == 60
     assert s["modularity"]["binary"]["modules"] == 3
+    assert s["modularity_null"]["n"] == 12 and s["modularity_null"]["seed"] == FAST.seed
+    assert s["modularity_null"]["p"] == s["modularity_null"]["p_greater"]
 
 
 def test_null_samples_do_not_depend_on_the_executor() -> None:
@@ -74,15 +85,19 @@ def test_null_samples_do_not_depend_on_the_executor() -> None:
 
     anns = synthetic_annotations(45, seed=2)
     a, b = analyze(anns, FAST), analyze(anns, FAST, map_fn=recording_map)
-    assert calls == [2, 2, 2]  # 40 samples in batches of 20, per null model
+    # 12 modularity nulls in batches of 5, then 40 NODF samples in batches of 20 per null model.
+    assert calls == [3, 2, 2, 2]
     for model in a.nulls:
         np.testing.assert_array_equal(a.nulls[model].samples, b.nulls[model].samples)
+    assert a.modularity_null is not None and b.modularity_null is not None
+    np.testing.assert_array_equal(a.modularity_null.samples, b.modularity_null.samples)
+    assert repr(a.modularity_null.to_dict()) == repr(b.modularity_null.to_dict())  # NaN z: by repr
 
 
 def test_no_validated_link_is_reported_not_raised(tmp_path: Path) -> None:
     anns = synthetic_annotations(3)
     a = analyze(anns, FAST)
-    assert a.network.n_links == 0 and a.modules_binary is None and not a.nulls
+    assert a.network.n_links == 0 and a.modules_binary is None and not a.nulls and a.modularity_null is None
     assert any("no bh link" in n for n in a.notes)
     write_report(a, tmp_path)
     assert "no bh link" in (tmp_path / REPORT).read_text()
