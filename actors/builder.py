@@ -10,11 +10,24 @@ import os
 from dataclasses import asdict
 from typing import Any
 
-from medagent.config import ClusterConfig, LLMConfig, RerankerConfig, RetrieverConfig
+from medagent.config import (
+    ClusterConfig,
+    InterviewSessionsConfig,
+    LLMConfig,
+    RerankerConfig,
+    RetrieverConfig,
+)
 
 LLM_APP = "medagent-llm"
 APP = "medagent"
 ROUTES = ("/v1/chat/completions", "/v1/retrieve", "/v1/rerank", "/v1/models", "/healthz", "/docs")
+# Served when build_serving_app gets interview_sessions (a person plays the patient).
+INTERVIEW_ROUTES = (
+    "POST /v1/interview/sessions",
+    "POST /v1/interview/sessions/{id}/answer",
+    "GET /v1/interview/sessions/{id}",
+    "DELETE /v1/interview/sessions/{id}",
+)
 LLM_DEPLOYMENT = "LlamaCppServer"
 LLM_ROUTE = "/llm"
 
@@ -74,16 +87,26 @@ def build_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> Any | None:
     raise ValueError(f"unknown llm.backend {llm.backend!r}; expected llamacpp, vllm or openai")
 
 
-def llm_endpoint(llm: LLMConfig, cluster: ClusterConfig) -> dict[str, Any]:
-    """How agent workers reach the LLM: a deployment handle in-cluster, else OpenAI HTTP."""
+def llm_endpoint(llm: LLMConfig, cluster: ClusterConfig, app: str = LLM_APP) -> dict[str, Any]:
+    """How agent workers reach the LLM: a deployment handle in-cluster, else OpenAI HTTP.
+
+    ``app`` names the application holding the CPU LLM: ``LLM_APP`` alone, or ``APP`` (serving app).
+    """
     if llm.backend == "llamacpp":
-        return {"kind": "handle", "app": LLM_APP, "deployment": LLM_DEPLOYMENT}
+        return {"kind": "handle", "app": app, "deployment": LLM_DEPLOYMENT}
     if llm.backend == "vllm":
         # ray.serve.llm's handle API streams typed vLLM objects; its OpenAI route is the stable contract.
         return {"kind": "http", "base_url": f"http://{cluster.http_host}:{cluster.http_port}{LLM_ROUTE}/v1"}
     if not llm.base_url:
         raise ValueError(f"llm {llm.name!r} has backend=openai but no base_url")
     return {"kind": "http", "base_url": llm.base_url}
+
+
+def services_endpoint(app: str = APP, base_url: str | None = None) -> dict[str, Any]:
+    """How agent workers reach the retriever and reranker: handles of ``app``, or HTTP at ``base_url``."""
+    if base_url:
+        return {"kind": "http", "base_url": base_url}
+    return {"kind": "handle", "app": app}
 
 
 def agent_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
@@ -156,6 +179,25 @@ def annotate_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     }
 
 
+def interview_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """``map_batches`` options for ``InterviewWorker`` (history taking against the simulated patient).
+
+    Same shape as the agent workers: a small pool of actors on fractional CPUs (ray-project/ray#44687),
+    since a worker mostly waits on the LLM. An interview is minutes of LLM calls, so a batch is ONE
+    interview: each reaches the driver (and the run dir) as soon as it finishes. The async actor takes
+    several batches at once (RAY_DATA_DEFAULT_ASYNC_BATCH_UDF_MAX_CONCURRENCY, default 4) and runs them
+    up to ``agent.max_concurrency`` at a time.
+    """
+    import ray.data
+
+    return {
+        "compute": ray.data.ActorPoolStrategy(size=cluster.num_workers),
+        "num_cpus": cluster.worker_num_cpus,
+        "num_gpus": cluster.worker_num_gpus,
+        "batch_size": 1,
+    }
+
+
 def _replicas(cluster: ClusterConfig, name: str, fixed: int) -> dict[str, Any]:
     """Fixed ``num_replicas``, or Serve autoscaling when ``cluster.autoscaling`` names the deployment."""
     auto = cluster.autoscaling.get(name)
@@ -192,6 +234,15 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
             },
             "max_ongoing_requests": 64,
         },
+        "InterviewSessions": {
+            "name": "InterviewSessions",
+            # One replica: session state lives in its memory (a second replica would not see it).
+            "num_replicas": 1,
+            **quiet,
+            # Holds the sentence encoder of the redundancy check; waits on the LLM otherwise.
+            "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus},
+            "max_ongoing_requests": 64,
+        },
         LLM_DEPLOYMENT: {
             **llm_deployment_options(cluster),
             **_replicas(cluster, LLM_DEPLOYMENT, cluster.llm_replicas),
@@ -205,10 +256,15 @@ def build_serving_app(
     reranker: RerankerConfig | None,
     index_dir: str | None,
     cluster: ClusterConfig,
+    interview_sessions: InterviewSessionsConfig | None = None,
+    sessions_llm: LLMConfig | None = None,
 ) -> Any:
     """One Serve application: ingress + LLM (llama.cpp backend) + retriever + reranker; any may be None.
 
     A vLLM LLM is served by ``ray.serve.llm``'s own OpenAI application (``build_llm_app``) beside this one.
+    ``interview_sessions`` (its ``enabled`` set) adds the ``InterviewSessions`` deployment behind the
+    ``/v1/interview/sessions`` routes: it drives the history-taking agent with the same LLM and retriever
+    (``sessions_llm`` names the LLM when it is not served here, e.g. vLLM's own application).
     """
     from ray import serve
 
@@ -228,13 +284,26 @@ def build_serving_app(
         )
     if reranker is not None:
         reranker_handle = serve.deployment(**opts["Reranker"])(RerankerServer).bind(asdict(reranker))
+    sessions_handle = None
+    if interview_sessions is not None and interview_sessions.enabled:
+        from actors.interview_sessions import InterviewSessions
+
+        session_llm = llm or sessions_llm
+        if session_llm is None:
+            raise ValueError("interview sessions need an LLM (llm= or sessions_llm=)")
+        # The CPU LLM is a deployment of this application; vLLM / external endpoints are reached over HTTP.
+        llm_client = llm_handle if llm_handle is not None else llm_endpoint(session_llm, cluster)
+        sessions_handle = serve.deployment(**opts["InterviewSessions"])(InterviewSessions).bind(
+            asdict(interview_sessions), asdict(session_llm), llm_client, retriever_handle
+        )
     info = {
         "llm_served_name": llm.served_name if llm_handle is not None and llm else None,
         "llm_n_ctx": llm.n_ctx if llm_handle is not None and llm else None,
         "retriever": retriever.name if retriever else None,
         "reranker": reranker.name if reranker else None,
         "index_dir": index_dir,
+        "interview_sessions": sessions_handle is not None,
     }
     return serve.deployment(**opts["Ingress"])(Ingress).bind(
-        llm_handle, retriever_handle, reranker_handle, info
+        llm_handle, retriever_handle, reranker_handle, info, sessions_handle
     )

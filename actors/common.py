@@ -32,3 +32,53 @@ def chat_model_for(llm: LLMConfig, endpoint: dict[str, Any]) -> ChatModel:
         timeout_s=llm.request_timeout_s,
         max_retries=llm.max_retries,
     )
+
+
+def services_for(endpoint: dict[str, Any] | None) -> dict[str, Any]:
+    """Retriever and reranker clients for ``actors.builder.services_endpoint`` (empty when None)."""
+    if not endpoint:
+        return {}
+    from medagent.agent.remote_services import RemoteReranker, RemoteRetriever, http_call
+
+    if endpoint["kind"] == "handle":
+        from ray import serve
+
+        retriever = serve.get_deployment_handle("Retriever", app_name=endpoint["app"])
+        reranker = serve.get_deployment_handle("Reranker", app_name=endpoint["app"])
+        return {
+            "retriever": RemoteRetriever(lambda body: retriever.retrieve.remote(body)),
+            "reranker": RemoteReranker(lambda body: reranker.rerank.remote(body)),
+        }
+    base = endpoint["base_url"]
+    return {
+        "retriever": RemoteRetriever(http_call(base, "/v1/retrieve")),
+        "reranker": RemoteReranker(http_call(base, "/v1/rerank")),
+    }
+
+
+def retriever_for(endpoint: dict[str, Any] | None) -> Any:
+    """The retriever client alone (None when ``endpoint`` is None), for applications served without a
+    reranker: ``services_for`` would ask Serve for a Reranker deployment that does not exist."""
+    if not endpoint:
+        return None
+    from medagent.agent.remote_services import RemoteRetriever, http_call
+
+    if endpoint["kind"] == "handle":
+        from ray import serve
+
+        retriever = serve.get_deployment_handle("Retriever", app_name=endpoint["app"])
+        return RemoteRetriever(lambda body: retriever.retrieve.remote(body))
+    return RemoteRetriever(http_call(endpoint["base_url"], "/v1/retrieve"))
+
+
+def text_embedder(model: dict[str, Any] | None) -> Any:
+    """A ``medagent.history.TextEmbedder`` over a sentence-transformers model (``ModelConfig`` as a dict),
+    loaded now; None when no model is configured."""
+    if not model:
+        return None
+    from medagent.config import ModelConfig, to_dataclass
+    from medagent.history import SentenceEmbedder
+    from medagent.retrieval.config import EmbedderConfig
+
+    spec: ModelConfig = to_dataclass(ModelConfig, model)
+    return SentenceEmbedder.from_config(EmbedderConfig(name=spec.name, model=spec), device="cpu")

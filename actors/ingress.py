@@ -1,24 +1,33 @@
-"""The HTTP edge of the medagent Serve application: OpenAI chat, retrieve and rerank routes.
+"""The HTTP edge of the medagent Serve application: OpenAI chat, retrieve, rerank and interview-session routes.
 
 Requests are validated by the wire models of ``medagent.api`` (422 on malformed bodies, missing fields
 or oversized inputs) and forwarded to the deployments through handles; errors a deployment raises for a
 request (unknown source, refused prompt) become 4xx here and nowhere deeper. OpenAPI lives at ``/docs``.
+
+Interview sessions (``actors.interview_sessions``): unknown or expired session -> 404, finished or busy
+session -> 409, too many live sessions -> 429, a failed LLM / retriever call -> 502 (the session keeps its
+state: send the answer again).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Response
 from ray import serve
 
+from actors.interview_sessions import SessionConflict, SessionLimitReached, SessionNotFound
 from medagent.api import (
     ChatCompletionRequest,
+    InterviewAnswerRequest,
+    InterviewSessionResponse,
     RerankRequest,
     RerankResponse,
     RetrieveRequest,
     RetrieveResponse,
 )
+from medagent.llm.base import LLMError
 
 app = FastAPI(
     title="medagent",
@@ -27,15 +36,26 @@ app = FastAPI(
 )
 
 
+# Defined before the class: serve.ingress serialises the class's methods with the globals that exist
+# when the decorator runs.
+def _message(exc: Exception) -> str:
+    """The replica's own message (the last line of a re-raised Ray error)."""
+    lines = [x for x in str(exc).splitlines() if x.strip()]
+    return re.sub(r"^[\w.]+: ", "", lines[-1]) if lines else type(exc).__name__
+
+
 @serve.ingress(app)
 class Ingress:
-    """Routes to the LLM, retriever and reranker deployments (any may be absent: 503)."""
+    """Routes to the LLM, retriever, reranker and interview-session deployments (any may be absent: 503)."""
 
-    def __init__(self, llm: Any, retriever: Any, reranker: Any, info: dict[str, Any]) -> None:
+    def __init__(
+        self, llm: Any, retriever: Any, reranker: Any, info: dict[str, Any], sessions: Any = None
+    ) -> None:
         self.llm = llm
         self.retriever = retriever
         self.reranker = reranker
         self.info = info
+        self.sessions = sessions
 
     @staticmethod
     def _need(handle: Any, what: str) -> Any:
@@ -83,3 +103,41 @@ class Ingress:
     @app.get("/healthz")
     async def healthz(self) -> dict[str, Any]:
         return {"status": "ok", **self.info}
+
+    # ----------------------------------------------------------------------- history-taking sessions
+    async def _session_call(self, method: str, *args: Any) -> Any:
+        sessions = self._need(self.sessions, "interview sessions (interview_sessions.enabled=false)")
+        try:
+            return await getattr(sessions, method).remote(*args)
+        # Serve re-raises the replica's exception as a subclass of its type.
+        except SessionNotFound as exc:
+            raise HTTPException(404, _message(exc)) from exc
+        except SessionConflict as exc:
+            raise HTTPException(409, _message(exc)) from exc
+        except SessionLimitReached as exc:
+            raise HTTPException(429, _message(exc)) from exc
+        except LLMError as exc:
+            raise HTTPException(502, f"model or retrieval endpoint failed: {_message(exc)}") from exc
+
+    @app.post("/v1/interview/sessions", response_model=InterviewSessionResponse, status_code=201)
+    async def start_interview(self) -> dict[str, Any]:
+        """Starts a history-taking session; the reply carries its id and the agent's first question."""
+        result: dict[str, Any] = await self._session_call("start")
+        return result
+
+    @app.post("/v1/interview/sessions/{session_id}/answer", response_model=InterviewSessionResponse)
+    async def answer_interview(self, session_id: str, request: InterviewAnswerRequest) -> dict[str, Any]:
+        """The patient's answer; the reply is the next question, or the final assessment (``finished``)."""
+        result: dict[str, Any] = await self._session_call("answer", session_id, request.answer)
+        return result
+
+    @app.get("/v1/interview/sessions/{session_id}", response_model=InterviewSessionResponse)
+    async def get_interview(self, session_id: str) -> dict[str, Any]:
+        """The session with the agent's full interview state."""
+        result: dict[str, Any] = await self._session_call("get", session_id)
+        return result
+
+    @app.delete("/v1/interview/sessions/{session_id}", status_code=204)
+    async def delete_interview(self, session_id: str) -> Response:
+        await self._session_call("delete", session_id)
+        return Response(status_code=204)

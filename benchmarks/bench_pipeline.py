@@ -34,7 +34,7 @@ from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings  # noqa: E402
 from medagent.models import resolve_model  # noqa: E402
 from medagent.types import Prediction, Question  # noqa: E402
 from pipelines.common import ray_session, register_configs  # noqa: E402
-from pipelines.run_benchmark import deploy_llm, stream_predictions  # noqa: E402
+from pipelines.run_benchmark import deploy, stream_predictions  # noqa: E402
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
@@ -99,11 +99,11 @@ def main() -> None:
 
     with ray_session(cfg.cluster):
         t = time.perf_counter()
-        deploy_llm(cfg)
+        endpoints = deploy(cfg)
         startup_s = time.perf_counter() - t
-        list(stream_predictions(cfg, warm))
+        list(stream_predictions(cfg, warm, *endpoints))
         t = time.perf_counter()
-        preds = [p for batch in stream_predictions(cfg, questions) for p in batch]
+        preds = [p for batch in stream_predictions(cfg, questions, *endpoints) for p in batch]
         rows.append(
             (
                 "Ray pipeline",

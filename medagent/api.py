@@ -87,3 +87,33 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: int = Field(512, ge=1)
     seed: int | None = None
     stream: Literal[False] = False
+
+
+MAX_ANSWER_CHARS = 4000
+
+
+class InterviewAnswerRequest(BaseModel):
+    """The patient's answer to the pending question of a history-taking session."""
+
+    model_config = ConfigDict(extra="forbid")
+    answer: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+
+
+class InterviewSessionResponse(BaseModel):
+    """A history-taking session: the pending question while ``asking``, the assessment once ``finished``.
+
+    ``state`` (the agent's full ``InterviewState``: slots, differential, asked questions, red flags, phase)
+    comes with ``GET /v1/interview/sessions/{id}`` only.
+    """
+
+    session_id: str
+    status: Literal["asking", "finished"]
+    question: str | None = None
+    turn: int
+    phase: str
+    red_flags: list[str] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)
+    finish_reason: str | None = None
+    assessment: dict[str, Any] | None = None
+    expires_in_s: float
+    state: dict[str, Any] | None = None

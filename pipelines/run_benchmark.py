@@ -31,34 +31,92 @@ class ErrorBudgetExceeded(RuntimeError):
     """Too many questions failed: the run stops instead of producing a meaningless score."""
 
 
-def deploy_llm(cfg: RunConfig) -> None:
-    """Deploys the LLM application on the running Ray cluster (no-op for an external endpoint)."""
+# Agent modes that search (the others call the LLM alone).
+SEARCH_MODES = frozenset({"full", "no_tools", "no_cache_prune"})
+
+
+def uses_retrieval(cfg: RunConfig) -> bool:
+    return cfg.agent.mode in SEARCH_MODES
+
+
+def deploy_llm(cfg: RunConfig) -> dict[str, Any]:
+    """Deploys the LLM application alone (none for an external endpoint); returns how to reach it."""
     from ray import serve
 
-    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, serve_http_options
+    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, llm_endpoint, serve_http_options
 
     app = build_llm_app(cfg.llm, cfg.cluster)
-    if app is None:
-        return
-    serve.start(http_options=serve_http_options(cfg.cluster))
-    start = time.perf_counter()
-    serve.run(app, name=LLM_APP, route_prefix=LLM_ROUTE)
-    log.info(
-        "LLM %s served in %.1fs at http://%s:%d%s",
-        cfg.llm.name,
-        time.perf_counter() - start,
-        cfg.cluster.http_host,
-        cfg.cluster.http_port,
+    if app is not None:
+        serve.start(http_options=serve_http_options(cfg.cluster))
+        start = time.perf_counter()
+        serve.run(app, name=LLM_APP, route_prefix=LLM_ROUTE)
+        log.info(
+            "LLM %s served in %.1fs at http://%s:%d%s",
+            cfg.llm.name, time.perf_counter() - start, cfg.cluster.http_host, cfg.cluster.http_port, LLM_ROUTE,
+        )  # fmt: skip
+    return llm_endpoint(cfg.llm, cfg.cluster)
+
+
+def deploy(cfg: RunConfig) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Deploys what the agent needs on the running Ray cluster; returns (LLM endpoint, services endpoint).
+
+    A searching agent gets the one serving application (LLM on CPU + Retriever + Reranker behind the
+    ingress, ``actors.builder.build_serving_app``); vLLM runs as ``ray.serve.llm``'s own application beside
+    it. An agent without retrieval gets the LLM alone. Workers reach them by handle (no HTTP hop).
+    """
+    from ray import serve
+
+    from actors.builder import (
+        APP,
+        LLM_APP,
         LLM_ROUTE,
+        build_llm_app,
+        build_serving_app,
+        llm_endpoint,
+        serve_http_options,
+        services_endpoint,
     )
 
+    if not uses_retrieval(cfg):
+        return deploy_llm(cfg), None
+    serve.start(http_options=serve_http_options(cfg.cluster))
+    start = time.perf_counter()
+    url = f"http://{cfg.cluster.http_host}:{cfg.cluster.http_port}"
+    if not cfg.index_dir or not (Path(cfg.index_dir) / "manifest.json").exists():
+        raise FileNotFoundError(
+            f"agent mode {cfg.agent.mode!r} searches, but index_dir={cfg.index_dir} holds no finished index "
+            "(manifest.json). Build one with `make index` or `python -m pipelines.index_corpus`."
+        )
+    local_llm = cfg.llm.backend == "llamacpp"
+    if not local_llm:
+        vllm_app = build_llm_app(cfg.llm, cfg.cluster)
+        if vllm_app is not None:
+            serve.run(vllm_app, name=LLM_APP, route_prefix=LLM_ROUTE)
+    serve.run(
+        build_serving_app(
+            cfg.llm if local_llm else None, cfg.retriever, cfg.reranker, cfg.index_dir, cfg.cluster
+        ),
+        name=APP,
+        route_prefix="/",
+    )
+    log.info(
+        "serving app up in %.1fs at %s (LLM %s, retriever %s, reranker %s, index %s)",
+        time.perf_counter() - start, url, cfg.llm.name, cfg.retriever.name, cfg.reranker.name, cfg.index_dir,
+    )  # fmt: skip
+    return llm_endpoint(cfg.llm, cfg.cluster, app=APP if local_llm else LLM_APP), services_endpoint(APP)
 
-def stream_predictions(cfg: RunConfig, todo: list[Question]) -> Iterator[list[Prediction]]:
+
+def stream_predictions(
+    cfg: RunConfig,
+    todo: list[Question],
+    llm_ep: dict[str, Any],
+    services_ep: dict[str, Any] | None,
+) -> Iterator[list[Prediction]]:
     """Shards ``todo`` over ``AgentWorker`` actors with Ray Data; yields predictions batch by batch."""
     import ray
 
     from actors.agent_worker import AgentWorker
-    from actors.builder import agent_worker_map_kwargs, llm_endpoint
+    from actors.builder import agent_worker_map_kwargs
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # our tqdm bar counts questions
     items = ray.data.from_items([{"id": q.id, "question": json.dumps(q.to_dict())} for q in todo])
@@ -67,7 +125,9 @@ def stream_predictions(cfg: RunConfig, todo: list[Question]) -> Iterator[list[Pr
         fn_constructor_kwargs={
             "agent": asdict(cfg.agent),
             "llm": asdict(cfg.llm),
-            "llm_endpoint": llm_endpoint(cfg.llm, cfg.cluster),
+            "llm_endpoint": llm_ep,
+            "services_endpoint": services_ep,
+            "kill_once_file": cfg.kill_worker_once_file,
         },
         **agent_worker_map_kwargs(cfg.cluster),
     )
@@ -77,7 +137,7 @@ def stream_predictions(cfg: RunConfig, todo: list[Question]) -> Iterator[list[Pr
 
 def _answer_with_ray(cfg: RunConfig, todo: list[Question], rd: RunDir) -> None:
     with ray_session(cfg.cluster):
-        deploy_llm(cfg)
+        llm_ep, services_ep = deploy(cfg)
         answered = errors = 0
         bar = tqdm(
             total=len(todo),
@@ -87,7 +147,7 @@ def _answer_with_ray(cfg: RunConfig, todo: list[Question], rd: RunDir) -> None:
             file=sys.stderr,
         )
         with bar:
-            for preds in stream_predictions(cfg, todo):
+            for preds in stream_predictions(cfg, todo, llm_ep, services_ep):
                 rd.append_predictions(preds)
                 answered += len(preds)
                 errors += sum(p.error is not None for p in preds)
@@ -133,10 +193,50 @@ def run(cfg: RunConfig) -> dict[str, Any]:
         seed=cfg.seed,
     )
     result = {**metrics.to_dict(), "run_dir": str(rd.root), "llm": cfg.llm.name, "agent": cfg.agent.mode}
+    if cfg.agent.open_ended:
+        from medagent.eval import score_open_ended
+
+        # Free-text answers: embedding cosine and BERTScore F1 against the gold answer text.
+        result["open_ended"] = score_open_ended(
+            rd.load_predictions(),
+            rd.load_golds(),
+            cfg.open_scoring,
+            bootstrap_samples=cfg.bootstrap_samples,
+            seed=cfg.seed,
+        )
+        print(_format_open_ended(result["open_ended"]))
     rd.write_json(rd.metrics, result)
     print("\n" + format_table([metrics]))
+    if cfg.show_example:
+        _print_example(rd, data.pairs)
     print(f"\nrun directory: {rd.root}")
     return result
+
+
+def _format_open_ended(summary: dict[str, Any]) -> str:
+    lines = [f"\nopen-ended answers: n={summary.get('n')}, invalid={summary.get('invalid')}, "
+             f"errors={summary.get('errors')}"]  # fmt: skip
+    for name, m in summary.get("metrics", {}).items():
+        lo, hi = m.get("ci95", (float("nan"), float("nan")))
+        lines.append(f"  {name:<28} {m.get('mean', float('nan')):.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
+    return "\n".join(lines)
+
+
+def _print_example(rd: RunDir, pairs: list[tuple[Question, Any]]) -> None:
+    """One answered question with its trace and cited evidence (the first that cites any, else the first)."""
+    from medagent.run.trace_view import format_example
+
+    preds = {p.id: p for p in rd.load_predictions(with_traces=True)}
+    answered = [(q, g) for q, g in pairs if q.id in preds]
+    if not answered:
+        return
+    q, g = next(((q, g) for q, g in answered if preds[q.id].evidence), answered[0])
+    print(
+        "\nexample (traces of every question: "
+        + str(rd.traces_dir)
+        + ")\n"
+        + format_example(q, preds[q.id], g)
+    )
 
 
 register_configs()
@@ -146,8 +246,11 @@ register_configs()
 def main(cfg: DictConfig) -> None:
     setup_logging()
     run_cfg: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    # Actors run in other working directories: hand them absolute paths.
     if run_cfg.run_dir and not Path(run_cfg.run_dir).is_absolute():
         run_cfg.run_dir = str(Path(run_cfg.run_dir).resolve())
+    if run_cfg.index_dir and not Path(run_cfg.index_dir).is_absolute():
+        run_cfg.index_dir = str(Path(run_cfg.index_dir).resolve())
     run(run_cfg)
 
 

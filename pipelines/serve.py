@@ -1,6 +1,7 @@
 """Start the medagent Serve application: ``python -m pipelines.serve index_dir=/abs/index``.
 
-One application holds the ingress, the LLM (llama.cpp on CPU), the retriever and the reranker; with
+One application holds the ingress, the LLM (llama.cpp on CPU), the retriever, the reranker and, with
+``interview_sessions.enabled=true``, the history-taking sessions a person answers as the patient; with
 ``llm.backend=vllm`` the LLM is Ray's own ``ray.serve.llm`` OpenAI application, served beside it under
 ``/llm``. Prints the routes, then serves until Ctrl-C.
 """
@@ -27,6 +28,7 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
 
     from actors.builder import (
         APP,
+        INTERVIEW_ROUTES,
         LLM_APP,
         LLM_ROUTE,
         ROUTES,
@@ -43,11 +45,21 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
         serve.run(vllm_app, name=LLM_APP, route_prefix=LLM_ROUTE)
     llm = cfg.llm if cfg.llm.backend == "llamacpp" else None
     index_dir = str(Path(cfg.index_dir).resolve()) if cfg.index_dir else None
-    app = build_serving_app(llm, cfg.retriever, cfg.reranker, index_dir, cfg.cluster)
+    app = build_serving_app(
+        llm,
+        cfg.retriever,
+        cfg.reranker,
+        index_dir,
+        cfg.cluster,
+        interview_sessions=cfg.interview_sessions,
+        sessions_llm=cfg.llm,
+    )
     handle = serve.run(app, name=cfg.app_name or APP, route_prefix="/")
     base = f"http://{cfg.cluster.http_host}:{cfg.cluster.http_port}"
     log.info("application %r up in %.1fs", cfg.app_name, time.perf_counter() - t0)
     routes = [f"{base}{r}" for r in ROUTES]
+    if cfg.interview_sessions.enabled:
+        routes += [f"{r.split()[0]} {base}{r.split()[1]}" for r in INTERVIEW_ROUTES]
     if cfg.llm.backend == "vllm":
         routes.append(f"{base}{LLM_ROUTE}/v1/chat/completions  (ray.serve.llm)")
     return {"handle": handle, "base_url": base, "routes": routes}

@@ -1,6 +1,18 @@
 """Agents: each takes a ``Question`` (never a ``Gold``) and returns a ``Prediction``."""
 
 from medagent.agent.base import Agent, build_agent, register_agent
+from medagent.agent.memory import Evidence, MemoryBank
+from medagent.agent.no_tools import NoToolsAgent
+from medagent.agent.qa import QAAgent
 from medagent.agent.standalone import StandaloneAgent
 
-__all__ = ["Agent", "StandaloneAgent", "build_agent", "register_agent"]
+__all__ = [
+    "Agent",
+    "Evidence",
+    "MemoryBank",
+    "NoToolsAgent",
+    "QAAgent",
+    "StandaloneAgent",
+    "build_agent",
+    "register_agent",
+]

@@ -7,7 +7,7 @@ errored both count as wrong, and their rates are reported beside accuracy.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,9 +36,9 @@ class BenchmarkMetrics:
 
 
 def bootstrap_ci(
-    outcomes: list[int], samples: int = 1000, seed: int = 0, alpha: float = 0.05
+    outcomes: Sequence[float], samples: int = 1000, seed: int = 0, alpha: float = 0.05
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of 0/1 outcomes (deterministic for a seed)."""
+    """Percentile bootstrap interval of the mean of 0/1 outcomes or scores (deterministic for a seed)."""
     n = len(outcomes)
     if n == 0:
         return (0.0, 0.0)
@@ -90,6 +90,19 @@ def score(
         rejected=rejected,
         missing=len(set(golds) - seen),
     )
+
+
+def question_outcomes(predictions: Iterable[Prediction], golds: Mapping[str, Gold]) -> dict[str, int]:
+    """1 (right) or 0 (wrong, ``INVALID`` or errored) per question id that has a gold, as ``score`` counts.
+
+    For comparisons of two runs question by question (flip rates); the first prediction of an id wins.
+    """
+    out: dict[str, int] = {}
+    for p in predictions:
+        if p.id in out or p.id not in golds:
+            continue
+        out[p.id] = int(p.error is None and p.answer == golds[p.id].answer)
+    return out
 
 
 def format_table(rows: list[BenchmarkMetrics]) -> str:

@@ -1,15 +1,18 @@
 """Async client for any OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
-Works against vLLM, ``ray.serve.llm``, our CPU llama.cpp deployment and hosted APIs alike.
+Works against vLLM, ``ray.serve.llm``, our CPU llama.cpp deployment and hosted APIs alike. The transport
+is aiohttp: with 64 questions in flight httpx's connection pool doubled the mean latency of a 100 ms
+endpoint (encode/httpx#3215; ``benchmarks/bench_agent.py`` measures it), aiohttp did not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any
 
-import httpx
+import aiohttp
 
 from medagent.llm.base import CompletionChatModel, LLMError
 
@@ -48,14 +51,17 @@ class OpenAIChatClient(CompletionChatModel):
         key = os.environ.get(api_key_env) if api_key_env else None
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        self._timeout = httpx.Timeout(timeout_s, connect=10.0)
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s, connect=10.0)
         self._headers = headers
-        self._client: httpx.AsyncClient | None = None
+        self._client: aiohttp.ClientSession | None = None
 
-    def _http(self) -> httpx.AsyncClient:
-        # Created lazily so the client can be constructed outside an event loop and pickled into actors.
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, headers=self._headers)
+    def _http(self) -> aiohttp.ClientSession:
+        # Created lazily, inside the event loop that uses it, so the client can be constructed outside
+        # one and pickled into actors. limit=0: concurrency is bounded by the agents, not by the pool.
+        if self._client is None or self._client.closed:
+            self._client = aiohttp.ClientSession(
+                timeout=self._timeout, headers=self._headers, connector=aiohttp.TCPConnector(limit=0)
+            )
         return self._client
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -65,18 +71,19 @@ class OpenAIChatClient(CompletionChatModel):
         last: Exception | None = None
         for attempt in range(self.max_retries + 1):
             try:
-                resp = await self._http().post(url, json=body)
-            except httpx.HTTPError as exc:
+                async with self._http().post(url, json=body) as resp:
+                    status, text = resp.status, await resp.text()
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
                 last = exc
             else:
-                if resp.status_code < 400:
+                if status < 400:
                     try:
-                        data: dict[str, Any] = resp.json()
+                        data: dict[str, Any] = json.loads(text)
                     except ValueError as exc:
-                        raise LLMError(f"non-JSON response from {url}: {resp.text[:200]}") from exc
+                        raise LLMError(f"non-JSON response from {url}: {text[:200]}") from exc
                     return data
-                last = LLMError(f"HTTP {resp.status_code} from {url}: {resp.text[:300]}")
-                if resp.status_code not in _RETRYABLE:
+                last = LLMError(f"HTTP {status} from {url}: {text[:300]}")
+                if status not in _RETRYABLE:
                     raise last
             if attempt < self.max_retries:
                 await asyncio.sleep(delay)
@@ -85,5 +92,5 @@ class OpenAIChatClient(CompletionChatModel):
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.aclose()
+            await self._client.close()
             self._client = None

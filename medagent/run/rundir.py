@@ -25,10 +25,16 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 class RunDir:
-    """Files of one run. Create with ``RunDir.create`` or open an existing path directly."""
+    """Files of one run. Create with ``RunDir.create`` or open an existing path directly.
 
-    def __init__(self, root: str | Path) -> None:
+    ``read_only=True`` opens a run for reading (reports): nothing is created or repaired, so a run that is
+    still being written is never touched; a partial last prediction line is skipped instead.
+    """
+
+    def __init__(self, root: str | Path, *, read_only: bool = False) -> None:
         self.root = Path(root).resolve()
+        if read_only:
+            return
         self.root.mkdir(parents=True, exist_ok=True)
         self.traces_dir.mkdir(exist_ok=True)
         self._repair_predictions()
@@ -85,6 +91,24 @@ class RunDir:
     def annotation_eval_csv(self) -> Path:
         return self.root / "annotation_eval.csv"
 
+    @property
+    def interviews(self) -> Path:
+        """History-taking runs (``run_interviews``): one evaluated interview per line, keyed by interview id."""
+        return self.root / "interviews.jsonl"
+
+    @property
+    def interviews_csv(self) -> Path:
+        """Per-interview metrics of a history-taking run."""
+        return self.root / "interviews.csv"
+
+    @property
+    def report_md(self) -> Path:
+        return self.root / "report.md"
+
+    @property
+    def figures_dir(self) -> Path:
+        return self.root / "figures"
+
     def trace_path(self, question_id: str) -> Path:
         return self.traces_dir / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', question_id)}.json"
 
@@ -126,10 +150,17 @@ class RunDir:
             return []
         out: list[Prediction] = []
         seen: set[str] = set()
-        for line in self.predictions.read_text(encoding="utf-8").splitlines():
+        lines = self.predictions.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
             if not line.strip():
                 continue
-            pred = Prediction.from_dict(json.loads(line))
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                if i == len(lines) - 1:  # being written by a running process (a read-only open)
+                    continue
+                raise
+            pred = Prediction.from_dict(record)
             if pred.id in seen:
                 continue
             seen.add(pred.id)

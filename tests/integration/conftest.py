@@ -38,3 +38,27 @@ def ray_cluster(cluster_cfg: ClusterConfig) -> Iterator[Any]:
     yield ray
     serve.shutdown()
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def qa_index(ray_cluster: Any, cluster_cfg: ClusterConfig, tmp_path_factory: pytest.TempPathFactory,
+             data_root: Any) -> Any:  # fmt: skip
+    """A small real index (MiniLM, FAISS flat + BM25) over MedQuAD's GARD and PubMedQA records."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from pipelines.index_corpus import register_index_configs
+    from pipelines.index_corpus import run as build_index
+
+    register_index_configs()
+    out = tmp_path_factory.mktemp("qa_index")
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    overrides = [f"out_dir={out}", f"data_root={data_root}", "limit=40", "shard_size=64", "progress=false",
+                 "+corpus.sources.0.options.subsets=[GARD]"]  # fmt: skip
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        cfg = OmegaConf.to_object(compose(config_name="index_corpus", overrides=overrides))
+    cfg.cluster = cluster_cfg  # type: ignore[attr-defined]
+    build_index(cfg)  # type: ignore[arg-type]
+    return out

@@ -113,3 +113,23 @@ def test_real_qwen_answers_medqa_with_letters(
     out = run(_cfg(cluster_cfg, tmp_path, data_root, llm=QWEN, limit=3))
     assert out["n"] == 3 and out["error_rate"] == 0.0
     assert out["invalid_rate"] == 0.0  # constrained decoding always yields an option letter
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
+    ray_cluster: Any, cluster_cfg: ClusterConfig, tmp_path: Path, data_root: Path
+) -> None:
+    """The AgentWorker dies after its first batch (before returning it): Ray restarts it and retries the
+    batch; the run ends with exactly N predictions, and a resume in the same run dir adds none."""
+    from dataclasses import replace
+
+    marker = tmp_path / "killed"
+    cluster = replace(cluster_cfg, batch_size=2)
+    out = run(_cfg(cluster, tmp_path / "run", data_root, limit=6, kill_worker_once_file=str(marker)))
+    assert marker.exists(), "the worker never died: the test did not exercise a restart"
+    rd = RunDir(tmp_path / "run")
+    ids = [json.loads(line)["id"] for line in rd.predictions.read_text().splitlines()]
+    assert len(ids) == 6 == len(set(ids)) and out["n"] == 6 and out["error_rate"] == 0.0
+
+    again = run(_cfg(cluster, tmp_path / "run", data_root, limit=6))
+    ids = [json.loads(line)["id"] for line in rd.predictions.read_text().splitlines()]
+    assert len(ids) == 6 == len(set(ids)) and again["n"] == 6

@@ -1,8 +1,10 @@
 import asyncio
 import json
+from collections.abc import Callable
+from typing import Any
 
-import httpx
 import pytest
+from aiohttp import web
 
 from medagent.llm.base import LLMError, parse_chat_completion
 from medagent.llm.handle import DeploymentHandleChatModel
@@ -34,23 +36,41 @@ def test_parse_rejects_malformed_envelopes(payload: object) -> None:
         parse_chat_completion(payload)  # type: ignore[arg-type]
 
 
-def _client_with(handler: object, **kw: object) -> OpenAIChatClient:
-    client = OpenAIChatClient("http://llm.test/v1", "m", backoff_s=0.0, **kw)  # type: ignore[arg-type]
-    client._client = httpx.AsyncClient(transport=httpx.MockTransport(handler))  # type: ignore[arg-type]
-    return client
+def _with_server(handler: Callable[[dict[str, Any]], web.Response], go: Callable[[OpenAIChatClient], Any],
+                 **kw: Any) -> Any:  # fmt: skip
+    """Runs ``go(client)`` against a loopback aiohttp server whose replies come from ``handler(body)``."""
+    from aiohttp.test_utils import TestServer
+
+    async def main() -> Any:
+        async def endpoint(request: web.Request) -> web.Response:
+            return handler(await request.json())
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", endpoint)
+        async with TestServer(app, host="127.0.0.1") as server:
+            client = OpenAIChatClient(str(server.make_url("/v1")), "m", backoff_s=0.0, **kw)
+            try:
+                return await go(client)
+            finally:
+                await client.aclose()
+
+    return asyncio.run(main())
 
 
 def test_openai_client_retries_5xx_then_succeeds() -> None:
-    calls = []
+    calls: list[dict[str, Any]] = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(json.loads(request.content))
+    def handler(body: dict[str, Any]) -> web.Response:
+        calls.append(body)
         if len(calls) < 3:
-            return httpx.Response(503, text="restarting")
-        return httpx.Response(200, json=completion("B"))
+            return web.Response(status=503, text="restarting")
+        return web.json_response(completion("B"))
 
-    client = _client_with(handler, max_retries=3)
-    resp = asyncio.run(client.chat([{"role": "user", "content": "q"}], max_tokens=5, temperature=0.0))
+    resp = _with_server(
+        handler,
+        lambda c: c.chat([{"role": "user", "content": "q"}], max_tokens=5, temperature=0.0),
+        max_retries=3,
+    )
     assert resp.content == "B"
     assert len(calls) == 3
     assert calls[0]["model"] == "m" and calls[0]["max_tokens"] == 5
@@ -59,23 +79,26 @@ def test_openai_client_retries_5xx_then_succeeds() -> None:
 def test_openai_client_does_not_retry_4xx() -> None:
     calls = []
 
-    def handler(request: httpx.Request) -> httpx.Response:
+    def handler(body: dict[str, Any]) -> web.Response:
         calls.append(1)
-        return httpx.Response(400, text="bad request")
+        return web.Response(status=400, text="bad request")
 
-    client = _client_with(handler, max_retries=3)
     with pytest.raises(LLMError, match="HTTP 400"):
-        asyncio.run(client.chat([{"role": "user", "content": "q"}]))
+        _with_server(handler, lambda c: c.chat([{"role": "user", "content": "q"}]), max_retries=3)
     assert len(calls) == 1
 
 
 def test_openai_client_gives_up_after_retries() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("refused")
+    # Nothing listens on port 9 of loopback: every attempt is refused.
+    async def go() -> None:
+        client = OpenAIChatClient("http://127.0.0.1:9/v1", "m", backoff_s=0.0, max_retries=2)
+        try:
+            await client.chat([{"role": "user", "content": "q"}])
+        finally:
+            await client.aclose()
 
-    client = _client_with(handler, max_retries=2)
     with pytest.raises(LLMError, match="3 attempts"):
-        asyncio.run(client.chat([{"role": "user", "content": "q"}]))
+        asyncio.run(go())
 
 
 class _FakeMethod:

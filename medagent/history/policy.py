@@ -1,0 +1,158 @@
+"""Next question: the most valuable missing slot, phrased by the model, checked for redundancy.
+
+**Which slot.** The most valuable missing slot is the first eligible slot (``phases.eligible_slots``: no
+value yet, asked fewer than ``max_asks_per_slot`` times, allowed in the phase) in the configured priority
+order of categories (``paper`` or ``physician``; slot order inside a category); the completeness weights
+decide *when* phases move, the order decides *what* comes next. In Confirmation the target is ``other``: a
+question that confirms or rules out the leading hypotheses or a red flag.
+
+**Phrasing.** The model writes the question for that slot given the state (``history_question``) and says
+which slot it actually asks about. A malformed reply falls back to the slot's plain question (recorded).
+
+**Redundancy.** Each proposal goes through ``RedundancyChecker``; a blocked question is recorded
+(``Blocked`` event) and replaced: first the model rephrases it once for the same slot (told why it was
+blocked), then the next eligible slot is tried (a slot whose question was blocked twice is skipped for this
+turn), for at most ``1 + max_replacements`` proposals per turn. If none passes, no question is asked and
+the interview finishes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, require_str
+from medagent.history.phases import Rules, eligible_slots
+from medagent.history.preprocess import render_differential, slot_table
+from medagent.history.redundancy import RedundancyChecker
+from medagent.history.state import (
+    NO_SLOT,
+    SLOT_BY_NAME,
+    SLOTS,
+    AskedQuestion,
+    Blocked,
+    BlockedQuestion,
+    Event,
+    InterviewState,
+    Phase,
+    transition,
+)
+from medagent.llm.base import ChatModel
+from medagent.prompts import load_prompt
+
+
+def question_schema() -> dict[str, Any]:
+    slots = [s.name for s in SLOTS] + [NO_SLOT]
+    return json_format(
+        "history_question",
+        obj_schema(
+            {"question": {"type": "string", "maxLength": 240}, "slot": {"type": "string", "enum": slots}}
+        ),
+    )
+
+
+def parse_question(obj: dict[str, Any]) -> tuple[str, str]:
+    text = " ".join(require_str(obj, "question").split())
+    if len(text) < 3:
+        raise MalformedReply("'question' is empty")
+    slot = obj.get("slot")
+    if slot not in SLOT_BY_NAME and slot != NO_SLOT:
+        raise MalformedReply(f"'slot' must be a slot name or {NO_SLOT!r}, got {str(slot)[:40]!r}")
+    return text, str(slot)
+
+
+def fallback_question(slot: str, state: InterviewState) -> str:
+    if slot in SLOT_BY_NAME:
+        return SLOT_BY_NAME[slot].question
+    top = state.differential[0].diagnosis if state.differential else "this"
+    return f"Is there anything else you have noticed that could be related to {top}?"
+
+
+def candidate_slots(state: InterviewState, rules: Rules, skip: set[str]) -> list[str]:
+    """Targets in order of value for this turn (module docstring)."""
+    if state.phase is Phase.CONFIRMATION:
+        order = [NO_SLOT, *eligible_slots(state, rules, Phase.DEEP_DIVE)]
+    else:
+        order = eligible_slots(state, rules)
+        if not order:  # the phase machine moves on after the answer; meanwhile ask anything still missing
+            order = eligible_slots(state, rules, Phase.DEEP_DIVE)
+    return [s for s in order if s not in skip]
+
+
+@dataclass
+class Proposal:
+    """The outcome of one turn's question selection: events to apply, and the question (None = none left)."""
+
+    events: list[Event]
+    question: AskedQuestion | None
+
+
+class QuestionPolicy:
+    """Chooses, phrases and checks the next question (module docstring)."""
+
+    def __init__(self, llm: ChatModel, rules: Rules, checker: RedundancyChecker) -> None:
+        self.llm = llm
+        self.rules = rules
+        self.cfg = rules.cfg
+        self.checker = checker
+
+    async def _phrase(
+        self, state: InterviewState, slot: str, blocked: BlockedQuestion | None, log: CallLog
+    ) -> tuple[str, str]:
+        spec = SLOT_BY_NAME.get(slot)
+        messages = load_prompt("history_question").render(
+            phase=state.phase.value,
+            summary=state.summary,
+            slots=slot_table(state),
+            differential=render_differential(state),
+            red_flags=[f"{f}: {self.cfg.red_flags.get(f, f)}" for f in state.red_flags],
+            asked=[q.text for q in state.asked],
+            target=slot,
+            target_description=spec.description if spec else "confirm or rule out the leading hypotheses",
+            blocked=blocked.text if blocked else "",
+            blocked_reason=blocked.reason if blocked else "",
+        )
+        reply, _errors = await ask_json(
+            self.llm,
+            messages,
+            parse_question,
+            tag=f"turn {state.turn} question ({slot})",
+            log=log,
+            response_format=question_schema() if self.cfg.json_schema else None,
+            max_tokens=self.cfg.max_tokens_question,
+            temperature=self.cfg.temperature,
+            top_p=self.cfg.top_p,
+            max_retries=self.cfg.max_retries,
+        )
+        if reply is None:
+            return fallback_question(slot, state), slot
+        text, said = reply
+        # The model may drift to another slot: the check below uses the slot it says it asks about; a
+        # question about "other" outside Confirmation keeps the chosen target.
+        return text, said if said != NO_SLOT or slot == NO_SLOT else slot
+
+    async def propose(self, state: InterviewState, log: CallLog) -> Proposal:
+        """The next question for ``state`` (phase and opening handled here), with any blocked proposals."""
+        events: list[Event] = []
+        if not state.asked:
+            q = AskedQuestion(0, self.cfg.opening_question, "symptom", state.phase.value)
+            return Proposal(events, q)
+        skip: set[str] = set()
+        last_blocked: dict[str, BlockedQuestion] = {}
+        for _ in range(1 + self.cfg.max_replacements):
+            targets = candidate_slots(state, self.rules, skip)
+            if not targets:
+                break
+            slot = targets[0]
+            text, about = await self._phrase(state, slot, last_blocked.get(slot), log)
+            verdict = self.checker.check(state, text, about)
+            if verdict.ok:
+                return Proposal(events, AskedQuestion(state.turn, text, about, state.phase.value))
+            blocked = BlockedQuestion(state.turn, text, about, str(verdict.reason), verdict.similar_to)
+            event = Blocked(blocked)
+            events.append(event)
+            state = transition(state, event)
+            if slot in last_blocked:  # one rephrase per target, then the next slot
+                skip.add(slot)
+            last_blocked[slot] = blocked
+        return Proposal(events, None)

@@ -1,0 +1,94 @@
+"""One evaluated interview, start to finish: what an ``InterviewWorker`` actor calls per row.
+
+reference (physician's closing statement) -> simulator grounded in the visible turns -> agent run ->
+fidelity judge over the simulator's answers -> reference red flags from the full transcript -> record.
+BERTScore is not computed here: it runs once over all records (``evaluate.add_bertscore``) so the scorer
+model loads once per run, not per actor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from medagent.config import InterviewEvalConfig
+from medagent.history.agent import HistoryTakingAgent, InterviewResult
+from medagent.history.baseline import SingleShotBaseline
+from medagent.history.evaluate import RedFlagExtractor, interview_record
+from medagent.history.llmio import CallLog
+from medagent.history.redundancy import TextEmbedder
+from medagent.history.reference import ClosingRule, extract_reference, render_turns, visible_turns
+from medagent.history.simulator import FidelityJudge, PatientSimulator
+from medagent.interview.transcripts import Interview
+from medagent.llm.base import ChatModel
+
+
+def closing_rule(cfg: InterviewEvalConfig) -> ClosingRule:
+    return ClosingRule(cfg.closing_min_words, cfg.closing_min_total_words, cfg.closing_max_tail_turns)
+
+
+async def evaluate_interview(
+    interview: Interview,
+    agent: HistoryTakingAgent | SingleShotBaseline,
+    llm: ChatModel,
+    cfg: InterviewEvalConfig,
+    *,
+    embedder: TextEmbedder | None,
+    gold_diagnoses: list[str] | None = None,
+    canonical: Any = None,
+    skip_unusable: bool = True,
+) -> dict[str, Any]:
+    """Runs and scores one interview; returns a JSON-able row.
+
+    Args:
+        interview: The source interview (its text only; gold diagnoses come separately).
+        agent: From ``build_history_agent`` (it holds the agent's LLM, retriever and embedder).
+        llm: The model that plays the patient, judges fidelity and extracts reference red flags.
+        cfg: Simulator, judge and reference settings.
+        embedder: For the simulator's context choice and the redundant-question rate.
+        gold_diagnoses: MediTOD gold diagnoses, for the differential hit (None elsewhere).
+        canonical: ``text -> [canonical disease names]`` (the ontology's disease lexicon ``names_in``).
+        skip_unusable: Return a ``skipped`` row without running the agent when no closing statement is usable.
+
+    Raises:
+        LLMError: An endpoint failed (the caller records it against the interview).
+    """
+    reference = extract_reference(interview, closing_rule(cfg))
+    row: dict[str, Any] = {
+        "interview_id": interview.id,
+        "source": interview.source,
+        "reference": reference.to_dict(),
+    }
+    if skip_unusable and not reference.usable:
+        return row | {"skipped": "no usable closing statement"}
+    seen = visible_turns(interview, reference)
+    simulator = PatientSimulator(llm, seen, cfg, embedder if cfg.simulator_exchanges is not None else None)
+    json_schema = agent.cfg.json_schema
+    result: InterviewResult = await agent.run(simulator, transcript=render_turns(seen))
+    eval_log = CallLog()
+    labels: list[str] = []
+    if cfg.judge_fidelity and simulator.log:
+        labels = await FidelityJudge(llm, cfg, json_schema=json_schema).judge_all(simulator.log, eval_log)
+    reference_flags = await RedFlagExtractor(llm, agent.cfg.red_flags, cfg, json_schema=json_schema).extract(
+        interview, eval_log
+    )
+    record = interview_record(
+        interview,
+        result,
+        reference,
+        embedder=embedder,
+        redundancy_threshold=cfg.redundancy_threshold,
+        reference_red_flags=reference_flags,
+        gold_diagnoses=gold_diagnoses,
+        canonical=canonical,
+        fidelity_labels=labels,
+    )
+    return row | {
+        "result": result.to_dict(),
+        "record": record.to_dict(),
+        "simulator": [
+            asdict(x) | {"label": labels[i] if labels else None} for i, x in enumerate(simulator.log)
+        ],
+        "simulator_usage": simulator.calls.to_dict() | {"errors": simulator.calls.errors},
+        "eval_usage": eval_log.to_dict() | {"errors": eval_log.errors},
+    }

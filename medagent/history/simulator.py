@@ -1,0 +1,152 @@
+"""The LLM patient grounded in one real interview, and the judge that measures its fidelity.
+
+**Simulator.** The patient sees the interview's visible turns (``reference.visible_turns``: the physician's
+closing statement excluded) as delimited DATA and answers each question in the first person, only what is
+asked, from facts in that interview, saying it does not know otherwise. With ``simulator_exchanges`` = k
+(the CPU default: a whole transcript does not fit a 4k-token request) it is shown the first exchange (the
+presenting complaint) and the k exchanges most similar to the question by embedding cosine; with None,
+the whole interview (cut at ``max_transcript_chars``). The last few simulated exchanges go with each
+request so answers stay consistent. Every answer is logged with the context it was given.
+
+**Fidelity.** An LLM judge labels each logged answer against that context as ``supported`` (every stated
+fact is in the source, or it says it does not know and the source is silent), ``contradicts`` (a stated
+fact disagrees with the source) or ``beyond_source`` (it states facts the source does not contain);
+an unusable judge reply is ``invalid``. The report gives each label's share.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from medagent.config import InterviewEvalConfig
+from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, string
+from medagent.history.redundancy import TextEmbedder, cosine_matrix
+from medagent.history.reference import exchanges, render_turns
+from medagent.interview.types import Turn
+from medagent.llm.base import ChatModel
+from medagent.prompts import load_prompt
+
+FIDELITY_LABELS = ("supported", "contradicts", "beyond_source")
+HISTORY_EXCHANGES = 4
+DONT_KNOW = "I'm not sure."
+
+
+@dataclass(frozen=True)
+class SimulatedExchange:
+    question: str
+    answer: str
+    context: str
+
+
+@dataclass
+class PatientSimulator:
+    """An LLM patient (module docstring); satisfies ``agent.Patient``.
+
+    Args:
+        llm: Any ``ChatModel``.
+        turns: The visible turns of the source interview.
+        cfg: Context size, sampling.
+        embedder: Picks the relevant exchanges; required when ``cfg.simulator_exchanges`` is set.
+    """
+
+    llm: ChatModel
+    turns: Sequence[Turn]
+    cfg: InterviewEvalConfig
+    embedder: TextEmbedder | None = None
+    log: list[SimulatedExchange] = field(default_factory=list)
+    calls: CallLog = field(default_factory=CallLog)
+
+    def __post_init__(self) -> None:
+        self._exchanges = exchanges(list(self.turns))
+        self._vectors: np.ndarray | None = None
+        if self.cfg.simulator_exchanges is not None and self.embedder is None:
+            raise ValueError(
+                "simulator_exchanges needs an embedder (or set it to null for the full transcript)"
+            )
+
+    def context_for(self, question: str) -> str:
+        """The part of the source interview shown for ``question``."""
+        k = self.cfg.simulator_exchanges
+        if k is None or len(self._exchanges) <= k + 1:
+            return render_turns(list(self.turns))[: self.cfg.max_transcript_chars]
+        assert self.embedder is not None
+        if self._vectors is None:
+            self._vectors = np.asarray(self.embedder.encode(self._exchanges), dtype=np.float32)
+        q = np.asarray(self.embedder.encode([question]), dtype=np.float32)
+        sims = cosine_matrix(q, self._vectors)[0]
+        sims[0] = np.inf  # the presenting complaint always goes first
+        keep = sorted(np.argsort(-sims, kind="stable")[: k + 1].tolist())
+        return "\n...\n".join(self._exchanges[i] for i in keep)
+
+    async def answer(self, question: str) -> str:
+        context = self.context_for(question)
+        messages = load_prompt("history_patient").render(
+            source=context,
+            history=[asdict(x) | {"context": ""} for x in self.log[-HISTORY_EXCHANGES:]],
+            question=question,
+        )
+        resp = await self.llm.chat(
+            messages,
+            temperature=self.cfg.simulator_temperature,
+            max_tokens=self.cfg.simulator_max_tokens,
+        )
+        self.calls.add(resp.usage, resp.latency_s)
+        text = " ".join(resp.content.split()).removeprefix("Patient:").removeprefix("You:").strip()
+        if not text:
+            self.calls.errors.append(f"simulator: empty reply to {question[:60]!r}; answered {DONT_KNOW!r}")
+            text = DONT_KNOW
+        self.log.append(SimulatedExchange(question, text, context))
+        return text
+
+
+def parse_label(obj: dict[str, Any]) -> str:
+    label = obj.get("label")
+    if label not in FIDELITY_LABELS:
+        raise MalformedReply(f"'label' must be one of {FIDELITY_LABELS}, got {str(label)[:40]!r}")
+    return str(label)
+
+
+class FidelityJudge:
+    """Labels simulator answers against their source context (module docstring)."""
+
+    def __init__(self, llm: ChatModel, cfg: InterviewEvalConfig, *, json_schema: bool = True) -> None:
+        self.llm = llm
+        self.cfg = cfg
+        self.json_schema = json_schema
+
+    async def judge(self, exchange: SimulatedExchange, log: CallLog) -> str:
+        """``supported``, ``contradicts``, ``beyond_source`` or ``invalid``."""
+        fmt = json_format(
+            "fidelity",
+            obj_schema(
+                {"label": {"type": "string", "enum": list(FIDELITY_LABELS)}, "rationale": string(200)}
+            ),
+        )
+        label, _ = await ask_json(
+            self.llm,
+            load_prompt("history_fidelity").render(
+                source=exchange.context, question=exchange.question, answer=exchange.answer
+            ),
+            parse_label,
+            tag="fidelity judge",
+            log=log,
+            response_format=fmt if self.json_schema else None,
+            max_tokens=self.cfg.judge_max_tokens,
+        )
+        return label or "invalid"
+
+    async def judge_all(self, log_: Sequence[SimulatedExchange], calls: CallLog) -> list[str]:
+        return [await self.judge(x, calls) for x in log_]
+
+
+def fidelity_shares(labels: Sequence[str]) -> dict[str, float]:
+    """Share of each label (and ``invalid``) among judged answers; empty input gives {}."""
+    if not labels:
+        return {}
+    counts = Counter(labels)
+    return {k: counts.get(k, 0) / len(labels) for k in (*FIDELITY_LABELS, "invalid")}

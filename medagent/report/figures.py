@@ -1,0 +1,109 @@
+"""The report's figures (seed A): Fig. 2a tool calls per question, Fig. 2b call-count distribution, Fig. 3
+accuracy vs TopR. Each is drawn from its table's records with matplotlib's Agg backend (no display), and
+returns None when its table is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from medagent.report.table import Table
+from medagent.report.usage import BINS
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # before pyplot is imported: reports run on headless machines
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _unique(values: Sequence[Any]) -> list[Any]:
+    return list(dict.fromkeys(values))
+
+
+def fig2a(table: Table, path: Path) -> Path | None:
+    """Grouped bars: mean calls per question of each tool, one bar per run (benchmark)."""
+    if not table.records:
+        return None
+    plt = _pyplot()
+    tools = _unique([r["tool"] for r in table.records])
+    runs = _unique([r["label"] for r in table.records])
+    mean = {(r["label"], r["tool"]): r["mean_calls"] for r in table.records}
+    width = 0.8 / len(runs)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(tools)), 4.0))
+    for i, run in enumerate(runs):
+        xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(tools))]
+        ax.bar(xs, [mean.get((run, t), 0.0) for t in tools], width, label=run)
+    ax.set_xticks(range(len(tools)), tools, rotation=20, ha="right")
+    ax.set_ylabel("mean calls per question")
+    ax.set_title("Tool usage per question")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
+def fig2b(table: Table, path: Path) -> Path | None:
+    """One panel per tool: stacked shares of questions by number of calls (1..8, >8), one bar per run."""
+    if not table.records:
+        return None
+    plt = _pyplot()
+    tools = _unique([r["tool"] for r in table.records])
+    runs = _unique([r["label"] for r in table.records])
+    rec = {(r["label"], r["tool"]): r for r in table.records}
+    fig, axes = plt.subplots(1, len(tools), figsize=(3.6 * len(tools), 4.0), sharey=True, squeeze=False)
+    colors = plt.get_cmap("viridis")([i / max(1, len(BINS) - 1) for i in range(len(BINS))])
+    for ax, tool in zip(axes[0], tools, strict=True):
+        bottom = [0.0] * len(runs)
+        for b, color in zip(BINS, colors, strict=True):
+            shares = [rec[(run, tool)][f"share_{b}"] if (run, tool) in rec else 0.0 for run in runs]
+            ax.bar(range(len(runs)), shares, bottom=bottom, color=color, label=b)
+            bottom = [x + y for x, y in zip(bottom, shares, strict=True)]
+        ax.set_xticks(range(len(runs)), runs, rotation=30, ha="right", fontsize="small")
+        ax.set_title(tool, fontsize="medium")
+    axes[0][0].set_ylabel("share of questions calling the tool")
+    axes[0][-1].legend(title="calls", fontsize="x-small", bbox_to_anchor=(1.02, 1), loc="upper left")
+    fig.suptitle("Number of calls per question")
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
+def fig3(table: Table, path: Path) -> Path | None:
+    """Accuracy (%) vs TopR per benchmark (and LLM), log2 x axis, 95% CI error bars."""
+    if not table.records:
+        return None
+    plt = _pyplot()
+    series: dict[str, list[dict[str, Any]]] = {}
+    llms = {r["llm"] for r in table.records}
+    for r in table.records:
+        name = r["benchmark"] if len(llms) == 1 else f"{r['benchmark']} / {r['llm']}"
+        series.setdefault(name, []).append(r)
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for name, points in series.items():
+        points.sort(key=lambda r: r["top_r"])
+        xs = [p["top_r"] for p in points]
+        ys = [100 * p["accuracy"] for p in points]
+        err = [
+            [100 * (p["accuracy"] - p["ci95_lo"]) for p in points],
+            [100 * (p["ci95_hi"] - p["accuracy"]) for p in points],
+        ]
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
+    ax.set_xscale("log", base=2)
+    top_rs = sorted({r["top_r"] for r in table.records})
+    ax.set_xticks(top_rs, [str(x) for x in top_rs])
+    ax.set_xlabel("TopR (reranked documents reviewed)")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title("Accuracy vs TopR")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path

@@ -1,0 +1,248 @@
+"""History taking: ``python -m pipelines.run_interviews interviews=osce_res agent=amq|single_shot limit=N``.
+
+Each interview is a Ray Data row; ``InterviewWorker`` actors run the agent against an LLM patient grounded
+in that interview (``medagent.history.session.evaluate_interview``): ``agent=amq`` asks adaptively, then
+assesses from a clinical summary grounded in parent–child guideline retrieval (the serving application's
+Retriever over ``index_dir``, hybrid, parents returned); ``agent=single_shot`` is the paper's baseline (one
+summary of the interview, one assessment, no retrieval). Both are scored against the physician's own
+closing statement, which the simulator and the baseline never see.
+
+Run dir: ``interviews.jsonl`` (one row per interview; a rerun with the same ``run_dir`` skips interview ids
+already written), then, computed from all rows at the end: ``interviews.csv``, ``metrics.json`` (BERTScore
+once for the whole run), ``report.md``, ``figures/*.png`` and ``manifest.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from medagent.config import InterviewRunConfig, RunConfig
+from medagent.history import HISTORY_MODES
+from medagent.history.evaluate import BertScorer, add_bertscore
+from medagent.history.report import (
+    RunRecords,
+    format_table,
+    pick_timeline,
+    scores_figure,
+    timeline_figure,
+    turns_figure,
+    write_csv,
+    write_report,
+)
+from medagent.interview.sources import load_interviews
+from medagent.interview.transcripts import Interview
+from medagent.run import RunDir, build_manifest
+from pipelines.common import log, ray_session, setup_logging
+
+KEY = "interview_id"
+
+
+class ErrorBudgetExceeded(RuntimeError):
+    """Too many interviews hit endpoint failures: the run stops instead of scoring empty assessments."""
+
+
+def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Deploys what the agent needs; returns (LLM endpoint, services endpoint or None).
+
+    ``amq`` gets the one serving application (CPU LLM + Retriever over ``index_dir``, no reranker); the
+    single-shot baseline gets the LLM alone. Workers reach them by handle (no HTTP hop).
+    """
+    from ray import serve
+
+    from actors.builder import (
+        APP,
+        LLM_APP,
+        LLM_ROUTE,
+        build_llm_app,
+        build_serving_app,
+        llm_endpoint,
+        serve_http_options,
+        services_endpoint,
+    )
+    from pipelines.run_benchmark import deploy_llm
+
+    if cfg.agent.mode != "amq":
+        return deploy_llm(RunConfig(llm=cfg.llm, cluster=cfg.cluster)), None
+    if not cfg.index_dir or not (Path(cfg.index_dir) / "manifest.json").exists():
+        raise FileNotFoundError(
+            f"agent=amq retrieves guidelines, but index_dir={cfg.index_dir} holds no finished index "
+            "(manifest.json). Build one with `make guidelines-index`."
+        )
+    serve.start(http_options=serve_http_options(cfg.cluster))
+    start = time.perf_counter()
+    local_llm = cfg.llm.backend == "llamacpp"
+    if not local_llm:
+        vllm_app = build_llm_app(cfg.llm, cfg.cluster)
+        if vllm_app is not None:
+            serve.run(vllm_app, name=LLM_APP, route_prefix=LLM_ROUTE)
+    app = build_serving_app(cfg.llm if local_llm else None, cfg.retriever, None, cfg.index_dir, cfg.cluster)
+    serve.run(app, name=APP, route_prefix="/")
+    log.info(
+        "serving app up in %.1fs (LLM %s, retriever %s over %s)",
+        time.perf_counter() - start, cfg.llm.name, cfg.retriever.name, cfg.index_dir,
+    )  # fmt: skip
+    return llm_endpoint(cfg.llm, cfg.cluster, app=APP if local_llm else LLM_APP), services_endpoint(APP)
+
+
+def stream_rows(
+    cfg: InterviewRunConfig,
+    todo: list[Interview],
+    llm_ep: dict[str, Any],
+    services_ep: dict[str, Any] | None,
+) -> Iterator[list[dict[str, Any]]]:
+    """Shards ``todo`` over ``InterviewWorker`` actors with Ray Data; yields rows batch by batch."""
+    import ray
+
+    from actors.builder import interview_worker_map_kwargs
+    from actors.interview_worker import InterviewWorker
+
+    ray.data.DataContext.get_current().enable_progress_bars = False  # our tqdm bar counts interviews
+    ds = ray.data.from_items([{"id": iv.id, "interview": iv.to_json()} for iv in todo]).map_batches(
+        InterviewWorker,
+        fn_constructor_kwargs={
+            "agent": asdict(cfg.agent),
+            "eval": asdict(cfg.eval),
+            "llm": asdict(cfg.llm),
+            "llm_endpoint": llm_ep,
+            "services_endpoint": services_ep,
+            "embedder": asdict(cfg.embedder) if cfg.embedder else None,
+        },
+        **interview_worker_map_kwargs(cfg.cluster),
+    )
+    for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
+        yield [json.loads(s) for s in batch["row"]]
+
+
+def _interview_with_ray(cfg: InterviewRunConfig, todo: list[Interview], rd: RunDir) -> None:
+    with ray_session(cfg.cluster):
+        llm_ep, services_ep = deploy(cfg)
+        done = failed = 0
+        bar = tqdm(
+            total=len(todo),
+            desc=f"{cfg.interviews.name}/{cfg.agent.mode}",
+            unit="interview",
+            disable=not cfg.progress,
+            file=sys.stderr,
+        )
+        with bar:
+            for rows in stream_rows(cfg, todo, llm_ep, services_ep):
+                rd.append_records(rd.interviews, rows, key=KEY)
+                done += len(rows)
+                failed += sum(bool(r.get("error")) for r in rows)
+                bar.update(len(rows))
+                bar.set_postfix(errors=failed)
+                if done >= cfg.error_budget_min_n and failed / done > cfg.max_error_rate:
+                    raise ErrorBudgetExceeded(
+                        f"{failed} of {done} interviews hit endpoint failures (> max_error_rate="
+                        f"{cfg.max_error_rate}); see 'error' in {rd.interviews}. Rerun with "
+                        f"run_dir={rd.root} to resume once the endpoint is fixed (finished interviews are kept)."
+                    )
+
+
+def _load_run(label: str, root: Path, wanted: set[str] | None = None) -> RunRecords:
+    rd = RunDir(root, read_only=True)
+    rows = rd.load_records(rd.interviews)
+    return RunRecords.from_rows(label, [r for r in rows if wanted is None or r[KEY] in wanted])
+
+
+def _label(rows: RunRecords, fallback: str) -> str:
+    modes = {r.mode for r in rows.records}
+    return modes.pop() if len(modes) == 1 else fallback
+
+
+def report(cfg: InterviewRunConfig, rd: RunDir, wanted: set[str]) -> dict[str, Any]:
+    """Scores every row of the run (BERTScore once), writes CSV, metrics, figures and the report."""
+    run = _load_run(cfg.agent.mode, rd.root, wanted)
+    scorer = BertScorer.from_config(cfg.eval)
+    add_bertscore(run.records, scorer)
+    compared = [_load_run(Path(p).name, Path(p)) for p in cfg.compare]
+    for other in compared:  # rows keep no BERTScore: it is computed per report, with this run's scorer
+        other.label = _label(other, other.label)
+        add_bertscore(other.records, scorer)
+    runs = [run, *compared]
+    metrics = [r.metrics() for r in runs]
+    write_csv(run, rd.interviews_csv)
+    rd.figures_dir.mkdir(exist_ok=True)
+    figures = [
+        scores_figure(runs, rd.figures_dir / "scores.png"),
+        turns_figure(runs, rd.figures_dir / "turns.png"),
+    ]
+    row = next((pick_timeline(r, cfg.timeline_interview) for r in runs if pick_timeline(r)), None)
+    if row is not None and (fig := timeline_figure(row, rd.figures_dir / "timeline.png")):
+        figures.append(fig)
+    title = f"History taking: {cfg.interviews.name}, agent={cfg.agent.mode}, llm={cfg.llm.name}"
+    write_report(runs, metrics, figures, rd.report_md, title=title)
+    result = metrics[0] | {
+        "run_dir": str(rd.root),
+        "interviews": cfg.interviews.name,
+        "agent": cfg.agent.mode,
+        "llm": cfg.llm.name,
+        "compare": {r.label: m for r, m in zip(compared, metrics[1:], strict=True)},
+    }
+    rd.write_json(rd.metrics, result)
+    print("\n" + format_table([(r.label, m) for r, m in zip(runs, metrics, strict=True)]))
+    return result
+
+
+def run(cfg: InterviewRunConfig) -> dict[str, Any]:
+    """Runs the configured interviews (resumable), then scores and reports; returns the metrics."""
+    if cfg.agent.mode not in HISTORY_MODES:
+        raise ValueError(
+            f"agent={cfg.agent.mode!r} is not a history-taking agent; expected one of {HISTORY_MODES}"
+        )
+    data = load_interviews(
+        cfg.interviews.name,
+        cfg.interviews.source,
+        cfg.data_root,
+        prefix=cfg.interviews.prefix,
+        ids=list(cfg.interviews.ids),
+        limit=cfg.limit,
+    )
+    rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"interviews-{cfg.interviews.name}-{cfg.agent.mode}")
+    manifest = build_manifest(
+        asdict(cfg), data.files, rd.read_json(rd.manifest), n_interviews=len(data.interviews)
+    )
+    rd.write_json(rd.manifest, manifest)
+    done = rd.completed_keys(rd.interviews, KEY)
+    todo = [iv for iv in data.interviews if iv.id not in done]
+    log.info(
+        "%s: %d interviews, %d already run in %s, %d to go (agent=%s)",
+        cfg.interviews.name, len(data.interviews), len(data.interviews) - len(todo), rd.root, len(todo),
+        cfg.agent.mode,
+    )  # fmt: skip
+    if todo:
+        _interview_with_ray(cfg, todo, rd)
+    result = report(cfg, rd, {iv.id for iv in data.interviews})
+    print(f"\nrun directory: {rd.root}")
+    return result
+
+
+ConfigStore.instance().store(name="interview_run_schema", node=InterviewRunConfig)
+
+
+@hydra.main(config_path="../conf", config_name="run_interviews", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    setup_logging()
+    run_cfg: InterviewRunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    # Actors run in other working directories: hand them absolute paths.
+    for name in ("run_dir", "index_dir", "data_root"):
+        value = getattr(run_cfg, name)
+        if value and not Path(value).is_absolute():
+            setattr(run_cfg, name, str(Path(value).resolve()))
+    run_cfg.compare = [str(Path(p).resolve()) for p in run_cfg.compare]
+    run(run_cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""The history-agent configs (conf/agent/amq.yaml, single_shot.yaml) validate against HistoryAgentConfig."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+from omegaconf.errors import ConfigKeyError, ValidationError
+
+from medagent.config import HistoryAgentConfig, InterviewEvalConfig, to_dataclass
+from medagent.history import HISTORY_MODES, build_history_agent
+from medagent.history.phases import Rules
+from tests.unit._history_fakes import FakeClinician
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "agent"
+
+
+@pytest.mark.parametrize("name", HISTORY_MODES)
+def test_history_agent_yaml_validates(name: str) -> None:
+    data = yaml.safe_load((CONF / f"{name}.yaml").read_text())
+    cfg = to_dataclass(HistoryAgentConfig, data)
+    assert isinstance(cfg, HistoryAgentConfig) and cfg.kind == "history" and cfg.mode == name
+    assert type(build_history_agent(cfg, FakeClinician().model)).mode == name
+    Rules.from_config(cfg)
+
+
+def test_amq_yaml_carries_the_paper_settings() -> None:
+    cfg = to_dataclass(HistoryAgentConfig, yaml.safe_load((CONF / "amq.yaml").read_text()))
+    assert cfg.similarity_threshold == 0.75 and cfg.priorities == "paper" and cfg.max_turns >= 16
+    assert cfg.retrieval_mode == "hybrid" and cfg.return_parents and "haemoptysis" in cfg.red_flags
+
+
+def test_overrides_are_type_checked() -> None:
+    assert to_dataclass(HistoryAgentConfig, {"priorities": "physician", "max_turns": 8}).max_turns == 8
+    with pytest.raises(ValidationError):
+        to_dataclass(HistoryAgentConfig, {"max_turns": "many"})
+    with pytest.raises(ConfigKeyError):
+        to_dataclass(HistoryAgentConfig, {"not_a_field": 1})
+    assert to_dataclass(InterviewEvalConfig, {"simulator_exchanges": None}).simulator_exchanges is None

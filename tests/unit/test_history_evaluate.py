@@ -1,0 +1,222 @@
+"""Interview metrics (ROUGE-L, differential hit, red-flag recall, rates, aggregate), the patient simulator
+and its fidelity judge, with scripted models."""
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from medagent.config import HistoryAgentConfig, InterviewEvalConfig
+from medagent.history import HistoryTakingAgent, PatientSimulator
+from medagent.history.evaluate import (
+    RedFlagExtractor,
+    add_bertscore,
+    aggregate,
+    differential_hit,
+    interview_record,
+    lcs_length,
+    rouge_l,
+)
+from medagent.history.llmio import CallLog
+from medagent.history.reference import extract_reference, visible_turns
+from medagent.history.simulator import DONT_KNOW, FidelityJudge, fidelity_shares
+from medagent.interview.transcripts import parse_transcript
+from tests.fakes import ScriptedChatModel, completion
+from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
+
+IV = parse_transcript(
+    "D: What brings you in?\nP: I've had a dry cough for a week.\nD: Any fever?\nP: Yes, 38.5 since Monday.\n"
+    "D: Do you smoke?\nP: Half a pack a day.\nD: Any blood when you cough?\nP: A little blood this morning.\n"
+    "D: Any questions for me?\nP: No.\n"
+    "D: It sounds like a chest infection, so we will get a chest x-ray and start antibiotics today.\nP: OK.\n",
+    "T1",
+)
+
+
+def test_rouge_l_known_values() -> None:
+    assert lcs_length(["a", "b", "c", "d"], ["a", "c", "d", "b"]) == 3
+    assert rouge_l("the cat sat on the mat", "the cat is on the mat") == pytest.approx(5 / 6)
+    assert rouge_l("police killed the gunman", "the gunman police killed") == pytest.approx(0.5)
+    assert rouge_l("", "x") == 0.0 and rouge_l("a b", "c d") == 0.0
+    assert rouge_l("Fever, COUGH!", "fever cough") == 1.0
+
+
+def test_rouge_l_matches_the_rouge_score_package() -> None:
+    rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+    pairs = [
+        (
+            "we will do a covid swab and you should isolate",
+            "we'll take a swab and you should isolate for 14 days",
+        ),
+        ("most likely asthma; start an inhaler", "it is probably asthma, so we will start a puffer"),
+    ]
+    for pred, ref in pairs:
+        assert rouge_l(pred, ref) == pytest.approx(scorer.score(ref, pred)["rougeL"].fmeasure)
+
+
+def test_differential_hit() -> None:
+    canon = {"copd": ["chronic obstructive airway disease"], "covid-19": ["covid-19 virus disease"]}
+    lookup = lambda x: canon.get(x, [])  # noqa: E731
+    gold = ["covid-19 virus disease"]
+    assert differential_hit(["Asthma", "COVID-19"], gold, lookup)
+    assert not differential_hit(["Asthma"], gold, lookup)
+    assert differential_hit(["COPD"], ["chronic obstructive airway disease"], lookup)
+    assert differential_hit(["acute chronic bronchitis"], ["chronic bronchitis"])  # containment
+    assert not differential_hit([], gold)
+
+
+def _fake_patient_llm(body: dict[str, Any]) -> dict[str, Any]:
+    text = body["messages"][-1]["content"]
+    question = text.rsplit("Doctor: ", 1)[-1]
+    if "fever" in question.lower():
+        return completion("Yes, 38.5 since Monday.")
+    if "pets" in question.lower():
+        return completion("")
+    return completion("I have a dry cough.")
+
+
+def test_simulator_answers_from_its_source_and_logs_context() -> None:
+    ref = extract_reference(IV)
+    llm = ScriptedChatModel(_fake_patient_llm)
+    sim = PatientSimulator(
+        llm, visible_turns(IV, ref), InterviewEvalConfig(simulator_exchanges=1), BagOfWordsEmbedder()
+    )
+    assert asyncio.run(sim.answer("Have you had a fever?")) == "Yes, 38.5 since Monday."
+    assert asyncio.run(sim.answer("Do you have pets?")) == DONT_KNOW  # empty reply, recorded
+    assert sim.calls.errors and len(sim.log) == 2
+    ctx = sim.log[0].context
+    assert ctx.startswith("Doctor: What brings you in?") and "38.5" in ctx and "smoke" not in ctx
+    assert all("antibiotics" not in x.context for x in sim.log)  # the closing statement is hidden
+    source = llm.requests[0]["messages"][0]["content"]
+    assert "<<<SOURCE>>>" in source and "antibiotics" not in source
+    # Later requests carry the simulated exchanges so far.
+    assert "Have you had a fever?" in llm.requests[1]["messages"][-1]["content"]
+    with pytest.raises(ValueError, match="embedder"):
+        PatientSimulator(llm, IV.turns, InterviewEvalConfig(simulator_exchanges=3))
+    full = PatientSimulator(llm, visible_turns(IV, ref), InterviewEvalConfig(simulator_exchanges=None))
+    assert "smoke" in full.context_for("fever?")
+
+
+def test_fidelity_judge_labels_and_shares() -> None:
+    replies = [completion('{"label": "supported", "rationale": "r"}'), completion("no json"),
+               completion('{"label": "maybe"}'), completion('{"label": "beyond_source", "rationale": ""}')]  # fmt: skip
+    judge = FidelityJudge(ScriptedChatModel(replies), InterviewEvalConfig())
+    sim = PatientSimulator(
+        ScriptedChatModel(_fake_patient_llm), IV.turns, InterviewEvalConfig(simulator_exchanges=None)
+    )
+    asyncio.run(sim.answer("Any fever?"))
+    asyncio.run(sim.answer("Any pets?"))
+    log = CallLog()
+    labels = asyncio.run(judge.judge_all(sim.log, log))
+    assert labels == ["supported", "invalid"]  # the second reply and its retry are both malformed
+    assert any("no usable reply" in e for e in log.errors)
+    assert fidelity_shares(["supported", "supported", "contradicts", "invalid"]) == {
+        "supported": 0.5, "contradicts": 0.25, "beyond_source": 0.0, "invalid": 0.25,
+    }  # fmt: skip
+    assert fidelity_shares([]) == {}
+
+
+def test_fidelity_judge_invalid_after_retries() -> None:
+    judge = FidelityJudge(ScriptedChatModel([completion("x"), completion("y")]), InterviewEvalConfig())
+    sim = PatientSimulator(
+        ScriptedChatModel(_fake_patient_llm), IV.turns, InterviewEvalConfig(simulator_exchanges=None)
+    )
+    asyncio.run(sim.answer("Any fever?"))
+    assert asyncio.run(judge.judge(sim.log[0], CallLog())) == "invalid"
+
+
+def test_red_flag_extractor_reads_chunks() -> None:
+    replies = [
+        completion('{"red_flags": ["haemoptysis", "invented"]}'),
+        completion('{"red_flags": ["haemoptysis"]}'),
+    ]
+    cfg = InterviewEvalConfig(red_flag_chunk_tokens=40)
+    llm = ScriptedChatModel(lambda body: replies[min(len(llm.requests) - 1, 1)])
+    ext = RedFlagExtractor(llm, HistoryAgentConfig().red_flags, cfg)
+    assert asyncio.run(ext.extract(IV, CallLog())) == ["haemoptysis"]
+    assert len(llm.requests) > 1  # chunked
+    assert "haemoptysis: coughing up blood" in llm.requests[0]["messages"][0]["content"]
+
+
+class _FakeBert:
+    def score(self, preds: list[str], refs: list[str]) -> list[float]:
+        return [0.5 for _ in preds]
+
+
+def test_interview_record_and_aggregate() -> None:
+    ref = extract_reference(IV)
+    agent = HistoryTakingAgent(
+        FakeClinician().model, HistoryAgentConfig(max_turns=4), FakeRetriever(), BagOfWordsEmbedder()
+    )
+    patient = ScriptedPatient(opening="A cough, and I coughed up blood.")
+    result = asyncio.run(agent.run(patient))
+    rec = interview_record(
+        IV, result, ref, embedder=BagOfWordsEmbedder(), reference_red_flags=["haemoptysis", "weight_loss"],
+        gold_diagnoses=["covid-19 virus disease"], canonical=lambda x: ["covid-19 virus disease"] if "covid" in x else [],
+        fidelity_labels=["supported", "beyond_source"],
+    )  # fmt: skip
+    assert rec.red_flag_recall == 0.5 and rec.differential_hit is True
+    assert rec.rouge_l is not None and 0 < rec.rouge_l < 1 and rec.redundant_rate == 0.0
+    assert rec.fidelity["supported"] == 0.5 and rec.n_turns == result.n_turns
+    bad = interview_record(IV, result, ref)
+    bad.valid, bad.prediction = False, ""
+    errored = interview_record(IV, result, ref)
+    errored.error = "LLMError: 503"
+    records = [rec, bad, errored]
+    add_bertscore(records, _FakeBert())  # type: ignore[arg-type]
+    assert rec.bertscore_f1 == 0.5 and bad.bertscore_f1 == 0.0 and errored.bertscore_f1 is None
+    agg = aggregate(records)
+    assert agg["n"] == 3 and agg["errors"] == 1 and agg["invalid_rate"] == 0.5
+    assert agg["bertscore_f1"] == 0.25 and agg["red_flag_n"] == 1 and agg["differential_n"] == 1
+    assert agg["fidelity"] == {"supported": 0.5, "contradicts": 0.0, "beyond_source": 0.5, "invalid": 0.0}
+    json.dumps(agg)
+    json.dumps(rec.to_dict())
+
+
+def _evaluator_llm(body: dict[str, Any]) -> dict[str, Any]:
+    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    if name == "fidelity":
+        return completion('{"label": "supported", "rationale": "in the source"}')
+    if name == "red_flags":
+        return completion('{"red_flags": ["haemoptysis"]}')
+    assert name is None, name
+    return completion(
+        "A little blood this morning." if "blood" in json.dumps(body) else "I have a dry cough."
+    )
+
+
+@pytest.mark.parametrize("mode", ["amq", "single_shot"])
+def test_evaluate_interview_row(mode: str) -> None:
+    from medagent.history import build_history_agent
+    from medagent.history.session import evaluate_interview
+
+    agent = build_history_agent(
+        HistoryAgentConfig(mode=mode, max_turns=3),
+        FakeClinician().model,
+        FakeRetriever(),
+        BagOfWordsEmbedder(),
+    )
+    llm = ScriptedChatModel(_evaluator_llm)
+    cfg = InterviewEvalConfig(simulator_exchanges=2)
+    row = asyncio.run(
+        evaluate_interview(IV, agent, llm, cfg, embedder=BagOfWordsEmbedder(), gold_diagnoses=["covid-19"])
+    )
+    json.dumps(row)
+    rec = row["record"]
+    assert rec["reference_usable"] and rec["rouge_l"] is not None and rec["differential_hit"] is True
+    assert rec["red_flags_reference"] == ["haemoptysis"]
+    if mode == "amq":
+        assert rec["n_turns"] == 3 and rec["fidelity"]["supported"] == 1.0 and len(row["simulator"]) == 3
+        assert rec["red_flag_recall"] in (0.0, 1.0)
+    else:
+        assert rec["n_turns"] == 1 and row["simulator"] == [] and rec["red_flag_recall"] is None
+        # The baseline read the visible interview, never the physician's closing statement.
+        assert not any("antibiotics" in json.dumps(r) for r in agent.llm.requests)  # type: ignore[union-attr]
+    skipped = asyncio.run(
+        evaluate_interview(
+            parse_transcript("D: Do you smoke?\nP: No.\n", "T9"), agent, llm, cfg, embedder=None
+        )
+    )
+    assert skipped["skipped"] and "record" not in skipped

@@ -1,0 +1,154 @@
+"""``run_interviews`` without Ray: its configs compose, a worker turns an endpoint failure into the row's
+error, and the report (CSV, figures, markdown, table) is built from evaluated rows of scripted fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from medagent.config import HistoryAgentConfig, InterviewEvalConfig, InterviewRunConfig, ServeConfig
+from medagent.history import build_history_agent
+from medagent.history.report import (
+    RunRecords,
+    format_table,
+    pick_timeline,
+    scores_figure,
+    timeline_figure,
+    turns_figure,
+    write_csv,
+    write_report,
+)
+from medagent.history.session import evaluate_interview
+from medagent.interview.transcripts import parse_transcript
+from medagent.llm.base import LLMError
+from tests.fakes import ScriptedChatModel, completion
+from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+TEXT = """D: Hello, what brings you in today?
+P: I've had a cough and a fever for three days.
+D: Any blood when you cough?
+P: A little blood this morning.
+D: Do you smoke?
+P: No, never.
+D: OK. So it sounds like this is most likely a chest infection; we will do a chest x-ray and a covid swab and start antibiotics if needed.
+P: Thank you.
+"""
+
+
+def _compose(config: str, *overrides: str) -> Any:
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="interview_run_schema", node=InterviewRunConfig)
+    ConfigStore.instance().store(name="serve_schema", node=ServeConfig)
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return OmegaConf.to_object(compose(config_name=config, overrides=list(overrides)))
+
+
+@pytest.mark.parametrize("agent", ["amq", "single_shot"])
+def test_run_interviews_config_composes(agent: str) -> None:
+    cfg = _compose("run_interviews", f"agent={agent}", "limit=2", "agent.max_turns=4")
+    assert isinstance(cfg, InterviewRunConfig) and cfg.agent.mode == agent and cfg.limit == 2
+    assert cfg.interviews.prefix == "RES" and cfg.retriever.return_parents and cfg.retriever.mode == "hybrid"
+    assert cfg.index_dir.endswith("index/guidelines_demo") and cfg.embedder is not None
+
+
+def test_serve_config_enables_interview_sessions() -> None:
+    cfg = _compose("serve", "interview_sessions.enabled=true", "interview_sessions.agent.max_turns=6")
+    assert cfg.interview_sessions.enabled and cfg.interview_sessions.agent.mode == "amq"
+    assert cfg.interview_sessions.agent.max_turns == 6 and not _compose("serve").interview_sessions.enabled
+
+
+def _evaluator(body: dict[str, Any]) -> dict[str, Any]:
+    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    if name == "fidelity":
+        return completion('{"label": "supported", "rationale": "in the source"}')
+    if name == "red_flags":
+        return completion('{"red_flags": ["haemoptysis"]}')
+    return completion("A little blood this morning." if "blood" in json.dumps(body) else "A dry cough.")
+
+
+def _row(mode: str, iv_id: str) -> dict[str, Any]:
+    agent = build_history_agent(
+        HistoryAgentConfig(mode=mode, max_turns=3),
+        FakeClinician().model,
+        FakeRetriever(),
+        BagOfWordsEmbedder(),
+    )
+    row = asyncio.run(
+        evaluate_interview(
+            parse_transcript(TEXT, iv_id),
+            agent,
+            ScriptedChatModel(_evaluator),
+            InterviewEvalConfig(simulator_exchanges=2),
+            embedder=BagOfWordsEmbedder(),
+        )
+    )
+    return json.loads(json.dumps(row)) | {"mode": mode, "elapsed_s": 1.5}
+
+
+class _FakeScorer:
+    def score(self, predictions: list[str], references: list[str]) -> list[float]:
+        return [0.8 for _ in predictions]
+
+
+def test_worker_records_an_endpoint_failure_as_the_rows_error() -> None:
+    from actors.interview_worker import InterviewWorker
+
+    class Down:
+        async def run(self, *_: Any, **__: Any) -> Any:
+            raise LLMError("endpoint down")
+
+        cfg = HistoryAgentConfig()
+
+    worker = InterviewWorker.__new__(InterviewWorker)  # no Ray: the clients are set by hand
+    worker.agent_cfg, worker.eval_cfg = HistoryAgentConfig(), InterviewEvalConfig()
+    worker.llm, worker.embedder, worker.agent = ScriptedChatModel(_evaluator), BagOfWordsEmbedder(), Down()  # type: ignore[assignment]
+    worker._sem = asyncio.Semaphore(1)
+    out = asyncio.run(worker({"id": ["T1"], "interview": [parse_transcript(TEXT, "T1").to_json()]}))
+    row = json.loads(out["row"][0])
+    assert out["id"] == ["T1"] and row["error"] == "LLMError: endpoint down" and row["mode"] == "amq"
+    assert row["reference"]["usable"]
+    with pytest.raises(ValueError, match="InterviewWorker.*interview"):
+        asyncio.run(worker({"id": ["T1"]}))
+
+
+def test_report_from_rows(tmp_path: Path) -> None:
+    from medagent.history.evaluate import add_bertscore
+
+    error = {"interview_id": "T3", "mode": "amq", "error": "LLMError: down", "reference": {"usable": True}}
+    skipped = {"interview_id": "T4", "mode": "amq", "skipped": "no usable closing statement"}
+    amq = RunRecords.from_rows("amq", [_row("amq", "T1"), _row("amq", "T2"), error, skipped])
+    base = RunRecords.from_rows("single_shot", [_row("single_shot", "T1")])
+    for run in (amq, base):
+        add_bertscore(run.records, _FakeScorer())  # type: ignore[arg-type]
+    m = amq.metrics()
+    assert m["n"] == 3 and m["errors"] == 1 and m["skipped"] == 1 and m["bertscore_f1"] == 0.8
+    assert m["turns_mean"] == 3 and m["seconds_mean"] == 1.5 and m["llm_calls_mean"] > 3
+    assert base.metrics()["turns_mean"] == 1
+
+    write_csv(amq, tmp_path / "interviews.csv")
+    with open(tmp_path / "interviews.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["interview_id"] for r in rows] == ["T1", "T2", "T3"] and rows[2]["error"] == "LLMError: down"
+    row = pick_timeline(amq)
+    assert row is not None and row["interview_id"] in ("T1", "T2")
+    figures = [
+        scores_figure([amq, base], tmp_path / "scores.png"),
+        turns_figure([amq, base], tmp_path / "turns.png"),
+        timeline_figure(row, tmp_path / "timeline.png"),
+    ]
+    assert all(p is not None and p.stat().st_size > 1000 for p in figures)
+    text = write_report(
+        [amq, base], [amq.metrics(), base.metrics()], [p for p in figures if p], tmp_path / "r.md", title="t"
+    )
+    assert "| amq | 3 | 1 | 1 |" in text and "| single_shot |" in text and "T3: LLMError" in text
+    assert "![timeline](figures/timeline.png)" in text and "ROUGE-L" in text
+    assert format_table([("amq", m)]).count("\n") == 2
