@@ -55,6 +55,15 @@ def serve_http_options(cluster: ClusterConfig) -> dict[str, Any]:
     return {"host": cluster.http_host, "port": cluster.http_port}
 
 
+def serve_start_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """``serve.start`` arguments: HTTP on the configured host/port; controller and proxy logs at
+    ``cluster.serve_log_level`` (their INFO lines would otherwise interleave with the progress bar)."""
+    return {
+        "http_options": serve_http_options(cluster),
+        "logging_config": {"log_level": cluster.serve_log_level},
+    }
+
+
 def llm_deployment_options(cluster: ClusterConfig) -> dict[str, Any]:
     return {
         "name": LLM_DEPLOYMENT,

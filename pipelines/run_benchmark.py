@@ -43,11 +43,11 @@ def deploy_llm(cfg: RunConfig) -> dict[str, Any]:
     """Deploys the LLM application alone (none for an external endpoint); returns how to reach it."""
     from ray import serve
 
-    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, llm_endpoint, serve_http_options
+    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, llm_endpoint, serve_start_kwargs
 
     app = build_llm_app(cfg.llm, cfg.cluster)
     if app is not None:
-        serve.start(http_options=serve_http_options(cfg.cluster))
+        serve.start(**serve_start_kwargs(cfg.cluster))
         start = time.perf_counter()
         serve.run(app, name=LLM_APP, route_prefix=LLM_ROUTE)
         log.info(
@@ -73,13 +73,13 @@ def deploy(cfg: RunConfig) -> tuple[dict[str, Any], dict[str, Any] | None]:
         build_llm_app,
         build_serving_app,
         llm_endpoint,
-        serve_http_options,
+        serve_start_kwargs,
         services_endpoint,
     )
 
     if not uses_retrieval(cfg):
         return deploy_llm(cfg), None
-    serve.start(http_options=serve_http_options(cfg.cluster))
+    serve.start(**serve_start_kwargs(cfg.cluster))
     start = time.perf_counter()
     url = f"http://{cfg.cluster.http_host}:{cfg.cluster.http_port}"
     if not cfg.index_dir or not (Path(cfg.index_dir) / "manifest.json").exists():

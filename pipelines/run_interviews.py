@@ -67,7 +67,7 @@ def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | No
         build_llm_app,
         build_serving_app,
         llm_endpoint,
-        serve_http_options,
+        serve_start_kwargs,
         services_endpoint,
     )
     from pipelines.run_benchmark import deploy_llm
@@ -79,7 +79,7 @@ def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | No
             f"agent=amq retrieves guidelines, but index_dir={cfg.index_dir} holds no finished index "
             "(manifest.json). Build one with `make guidelines-index`."
         )
-    serve.start(http_options=serve_http_options(cfg.cluster))
+    serve.start(**serve_start_kwargs(cfg.cluster))
     start = time.perf_counter()
     local_llm = cfg.llm.backend == "llamacpp"
     if not local_llm:

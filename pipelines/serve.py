@@ -34,10 +34,10 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
         ROUTES,
         build_llm_app,
         build_serving_app,
-        serve_http_options,
+        serve_start_kwargs,
     )
 
-    serve.start(http_options=serve_http_options(cfg.cluster))
+    serve.start(**serve_start_kwargs(cfg.cluster))
     t0 = time.perf_counter()
     if cfg.llm.backend == "vllm":
         vllm_app = build_llm_app(cfg.llm, cfg.cluster)

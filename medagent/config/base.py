@@ -85,6 +85,8 @@ class ClusterConfig:
     llm_max_ongoing_requests: int = 16
     http_host: str = "127.0.0.1"
     http_port: int = 8000
+    # Log level of Serve's controller and proxies (the dashboard and log files keep everything).
+    serve_log_level: str = "WARNING"
     batch_size: int = 4
     # Corpus indexing (pipelines/index_corpus.py): the embedding actor pool and the read/chunk tasks.
     embed_workers: int = 1
