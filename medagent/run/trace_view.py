@@ -57,7 +57,9 @@ def format_example(question: Question, pred: Prediction, gold: Gold | None = Non
     if pred.evidence:
         lines.append(f"evidence cited: {len(pred.evidence)}")
         for ev in pred.evidence:
-            where = f"[{ev.get('source', '?')}:{ev.get('doc_id') or ev.get('id', '?')}]"
+            doc = str(ev.get("doc_id") or ev.get("id", "?"))
+            source = str(ev.get("source", "?"))
+            where = f"[{doc}]" if doc.startswith(f"{source}:") else f"[{source}:{doc}]"
             flag = "" if ev.get("verified", True) else " (quote not found in the document)"
             quote = _short(ev.get("quote") or ev.get("span") or "", width - len(where) - 5)
             lines.append(f'  {where} "{quote}"{flag}')
