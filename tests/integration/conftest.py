@@ -62,3 +62,11 @@ def qa_index(ray_cluster: Any, cluster_cfg: ClusterConfig, tmp_path_factory: pyt
     cfg.cluster = cluster_cfg  # type: ignore[attr-defined]
     build_index(cfg)  # type: ignore[arg-type]
     return out
+
+
+def clear_serve_apps() -> None:
+    """Deletes every Serve application: pipelines run earlier in the session leave theirs on "/"."""
+    from ray import serve
+
+    for name in list(serve.status().applications):
+        serve.delete(name)

@@ -32,6 +32,7 @@ from medagent.retrieval.config import IndexJobConfig
 from medagent.run import RunDir
 from pipelines.index_corpus import register_index_configs
 from pipelines.index_corpus import run as build_index
+from tests.integration.conftest import clear_serve_apps
 
 pytestmark = pytest.mark.integration
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -154,6 +155,7 @@ def test_a_person_takes_the_patient_role_over_http(
     app = build_serving_app(
         SMOL, PARENT_CHILD, None, str(guideline_index), cluster_cfg, interview_sessions=sessions
     )
+    clear_serve_apps()
     serve.run(app, name="medagent-sessions-test", route_prefix="/")
     base = f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}/v1/interview/sessions"
     with httpx.Client(timeout=300) as client:

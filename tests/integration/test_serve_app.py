@@ -19,6 +19,7 @@ from medagent.config import ClusterConfig, LLMConfig, ModelConfig, RerankerConfi
 from medagent.retrieval.config import IndexJobConfig
 from pipelines.index_corpus import register_index_configs
 from pipelines.index_corpus import run as build_index
+from tests.integration.conftest import clear_serve_apps
 
 pytestmark = pytest.mark.integration
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -85,6 +86,7 @@ def tiny_index(
 def app(tiny_index: Path, cluster_cfg: ClusterConfig) -> str:
     from ray import serve
 
+    clear_serve_apps()
     serve.run(
         build_serving_app(SMOL, RetrieverConfig(top_k=4), RERANKER, str(tiny_index), cluster_cfg),
         name=APP,
