@@ -166,10 +166,13 @@ def embed_worker_constructor_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
 
 
 def retriever_threads(cluster: ClusterConfig) -> int | None:
-    """Torch threads per CPU retriever replica (None on GPU: the encoder runs there)."""
+    """Torch threads per CPU retriever replica: ``cluster.retriever_threads``; None leaves Ray's default
+    (one per whole CPU the replica holds) and is always None on GPU."""
     if cluster.retriever_num_gpus:
         return None
-    return cluster.retriever_threads or max(1, (os.cpu_count() or 1) // max(1, cluster.retriever_replicas))
+    # Not the node's cores by default: measured on 2 cores, two encoder threads in the replica contend with
+    # the proxy and the ingress and doubled the latency Serve adds (benchmarks/bench_retrieval.py).
+    return cluster.retriever_threads
 
 
 def annotate_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
