@@ -100,9 +100,10 @@ def main() -> None:
     with ray_session(cluster):
         from ray import serve
 
-        from actors.builder import build_serving_app, serve_http_options
+        from actors.builder import build_serving_app, serve_start_kwargs
 
-        serve.start(http_options=serve_http_options(cluster))
+        # Started as the product starts it (pipelines.serve): proxy logs at cluster.serve_log_level.
+        serve.start(**serve_start_kwargs(cluster))
         serve.run(
             build_serving_app(None, RetrieverConfig(top_k=TOP_K), None, index_dir, cluster),
             name="bench",

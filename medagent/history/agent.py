@@ -18,11 +18,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from medagent.agent.services import Retriever
 from medagent.config import HistoryAgentConfig
-from medagent.history.assessment import Assessment, assess, retrieve_passages
-from medagent.history.llmio import CallLog, ask_json, json_format, obj_schema, string
+from medagent.history.assessment import Assessment, assess, retrieve_passages, summarise
+from medagent.history.llmio import CallLog
 from medagent.history.phases import Rules, completeness, entropy, finish_reason, next_phase
 from medagent.history.policy import QuestionPolicy
-from medagent.history.preprocess import preprocess, render_differential, slot_table, summary_parser
+from medagent.history.preprocess import preprocess, render_differential, slot_table
 from medagent.history.redundancy import RedundancyChecker, TextEmbedder
 from medagent.history.state import (
     SLOT_BY_NAME,
@@ -220,20 +220,7 @@ class HistoryTakingAgent:
             differential=render_differential(state),
             red_flags=[f"{f}: {self.cfg.red_flags.get(f, f)}" for f in state.red_flags],
         )
-        summary, errors = await ask_json(
-            self.llm,
-            messages,
-            summary_parser,
-            tag="clinical summary",
-            log=log,
-            response_format=json_format("clinical_summary", obj_schema({"summary": string(1500)}))
-            if self.cfg.json_schema
-            else None,
-            max_tokens=self.cfg.max_tokens_summary,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            max_retries=self.cfg.max_retries,
-        )
+        summary, errors = await summarise(self.llm, self.cfg, messages, tag="clinical summary", log=log)
         if summary is None:  # recorded; the running summary (or the findings) still make a usable query
             summary = state.summary or findings_text(state)
         passages = await retrieve_passages(self.retriever, summary, self.cfg) if self.retriever else []

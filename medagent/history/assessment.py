@@ -24,6 +24,7 @@ from medagent.history.llmio import (
     require_str,
     string,
 )
+from medagent.history.preprocess import summary_parser
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
 
@@ -72,6 +73,29 @@ class Assessment:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+async def summarise(
+    llm: ChatModel, cfg: HistoryAgentConfig, messages: list[dict[str, Any]], *, tag: str, log: CallLog
+) -> tuple[str | None, list[str]]:
+    """One clinical summary (``{"summary": ...}``) of what ``messages`` show; None when it stays malformed.
+
+    The agent summarises its own state, the single-shot baseline the whole transcript: same call, so
+    both arms are decoded under the same schema and budgets."""
+    return await ask_json(
+        llm,
+        messages,
+        summary_parser,
+        tag=tag,
+        log=log,
+        response_format=json_format("clinical_summary", obj_schema({"summary": string(1500)}))
+        if cfg.json_schema
+        else None,
+        max_tokens=cfg.max_tokens_summary,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        max_retries=cfg.max_retries,
+    )
 
 
 def passage_meta(doc: Doc) -> dict[str, Any]:

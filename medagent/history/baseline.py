@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent import InterviewResult, Patient
-from medagent.history.assessment import assess
-from medagent.history.llmio import CallLog, ask_json, json_format, obj_schema, string
-from medagent.history.preprocess import summary_parser
+from medagent.history.assessment import assess, summarise
+from medagent.history.llmio import CallLog
 from medagent.history.state import Answered, Asked, AskedQuestion, InterviewState, transition
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
@@ -47,19 +46,12 @@ class SingleShotBaseline:
                 f"transcript cut from {len(transcript)} to {self.cfg.max_transcript_chars} characters"
             )
             transcript = transcript[: self.cfg.max_transcript_chars]
-        summary, _ = await ask_json(
+        summary, _ = await summarise(
             self.llm,
+            self.cfg,
             load_prompt("history_transcript_summary").render(transcript=transcript),
-            summary_parser,
             tag="single-shot summary",
             log=log,
-            response_format=json_format("clinical_summary", obj_schema({"summary": string(1500)}))
-            if self.cfg.json_schema
-            else None,
-            max_tokens=self.cfg.max_tokens_summary,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            max_retries=self.cfg.max_retries,
         )
         if summary is None:  # recorded; the assessment then reads the (cut) transcript itself
             summary = transcript

@@ -26,6 +26,14 @@ def _unique(values: Sequence[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Every figure ends the same way: tight layout, 150 dpi PNG, figure closed (no pyplot state leaks)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
 def fig2a(table: Table, path: Path) -> Path | None:
     """Grouped bars: mean calls per question of each tool, one bar per run (benchmark)."""
     if not table.records:
@@ -43,10 +51,7 @@ def fig2a(table: Table, path: Path) -> Path | None:
     ax.set_ylabel("mean calls per question")
     ax.set_title("Tool usage per question")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def fig2b(table: Table, path: Path) -> Path | None:
@@ -70,10 +75,7 @@ def fig2b(table: Table, path: Path) -> Path | None:
     axes[0][0].set_ylabel("share of questions calling the tool")
     axes[0][-1].legend(title="calls", fontsize="x-small", bbox_to_anchor=(1.02, 1), loc="upper left")
     fig.suptitle("Number of calls per question")
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def fig3(table: Table, path: Path) -> Path | None:
@@ -103,7 +105,4 @@ def fig3(table: Table, path: Path) -> Path | None:
     ax.set_ylabel("accuracy (%)")
     ax.set_title("Accuracy vs TopR")
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
