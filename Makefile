@@ -20,7 +20,7 @@ ARGS ?=
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test unit integration lint typecheck bench index guidelines-index clean help
+.PHONY: setup demo test unit integration lint typecheck bench index guidelines-index validate-manifests clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ guidelines-index: setup  ## seed B's guideline index: MedQuAD parent–child (64
 	$(PY) -m pipelines.index_corpus corpus=medquad_parent_child embedder=minilm index=flat \
 	    $(if $(GUIDELINES_LIMIT),limit=$(GUIDELINES_LIMIT)) '+corpus.sources.0.options.subsets=$(GUIDELINES_SUBSETS)' \
 	    out_dir=$(abspath $(GUIDELINES_INDEX)) $(INDEX_ARGS)
+
+validate-manifests: setup  ## cluster/ against the Kubernetes, KubeRay and Ray launcher schemas (+ MEDAGENT_KUBERAY_CRDS=<dir>)
+	$(PY) -m pytest tests/unit/test_cluster_manifests.py -q
 
 clean:  ## remove the venv and caches (run outputs are kept)
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

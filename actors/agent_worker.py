@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from actors.common import chat_model_for, services_for, validate_columns
+from actors.metrics import meters
 from medagent.agent import build_agent
 from medagent.config import AgentConfig, LLMConfig, to_dataclass
 from medagent.llm.base import LLMError
@@ -69,11 +70,16 @@ class AgentWorker:
     async def _answer(self, q: Question) -> Prediction:
         async with self._sem:
             new_memory = getattr(self._agent, "new_memory", None)
+            mode = self.agent_cfg.mode
             try:
                 if new_memory is None:
-                    return await self._agent.answer(q)  # type: ignore[no-any-return]
-                self.memory_banks[q.id] = new_memory(q)
-                return await self._agent.answer(q, memory=self.memory_banks[q.id])  # type: ignore[no-any-return]
+                    pred: Prediction = await self._agent.answer(q)
+                else:
+                    self.memory_banks[q.id] = new_memory(q)
+                    pred = await self._agent.answer(q, memory=self.memory_banks[q.id])
+                    meters().memory_bank(self.memory_banks[q.id], mode)
+                meters().tool_calls(pred)
+                return pred
             except LLMError as exc:
                 # An endpoint (LLM, retriever, reranker) failed for this question: record it, keep the
                 # batch going. Any other exception is a bug in our code and propagates.

@@ -31,6 +31,19 @@ INTERVIEW_ROUTES = (
 LLM_DEPLOYMENT = "LlamaCppServer"
 LLM_ROUTE = "/llm"
 
+# Fault tolerance of the Ray Data worker pools (agent, annotation and interview workers) is Ray Data's own
+# default for actor pools, which we rely on rather than restate: Ray 2.60 takes max_restarts /
+# max_task_retries only through map_batches' **ray_remote_args, deprecated (removed in 2.64).
+# tests/unit/test_fault_tolerance.py pins these defaults, so an upgrade that changes them fails loudly:
+#   max_restarts=-1      a pool actor that dies (process killed, node lost) is restarted, without limit;
+#   max_task_retries=-1  the batches it held are retried on the restarted actor;
+#   actor_task_retry_on_errors=False  exceptions raised by our code are not retried (endpoint failures are
+#                        retried with back-off inside the LLM / retrieval clients, then become the
+#                        question's `error`, counted against the run's error budget);
+#   max_errored_blocks=0 a batch that fails for good fails the run: no result is silently dropped.
+# Retried batches cannot duplicate results: the driver writes by question id (RunDir.append_predictions,
+# append_records). Caveat: a batch that kills its worker every time is retried forever.
+
 
 def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     """Arguments for ``ray.init``. A local cluster listens on loopback only (see ../shared/STACK.md)."""
@@ -46,6 +59,9 @@ def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
         kwargs["address"] = cluster.address
     elif cluster.num_cpus:
         kwargs["num_cpus"] = cluster.num_cpus
+    if cluster.metrics_export_port and not cluster.address:
+        # Only a new local cluster takes it; nodes of a running cluster got theirs from `ray start`.
+        kwargs["_metrics_export_port"] = cluster.metrics_export_port
     if cluster.runtime_env:
         kwargs["runtime_env"] = cluster.runtime_env
     return kwargs
@@ -131,8 +147,6 @@ def agent_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
         "num_cpus": cluster.worker_num_cpus,
         "num_gpus": cluster.worker_num_gpus,
         "batch_size": cluster.batch_size,
-        # Ray Data already restarts dead pool actors and retries their batches without limit
-        # (max_restarts=-1, max_task_retries=-1); the run dir de-duplicates any retried batch by id.
     }
 
 
@@ -217,7 +231,14 @@ def _replicas(cluster: ClusterConfig, name: str, fixed: int) -> dict[str, Any]:
 
 
 def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, Any]]:
-    """Options of every deployment of the serving application, by deployment name."""
+    """Options of every deployment of the serving application, by deployment name.
+
+    Fault tolerance: Serve's controller replaces any replica that dies or fails its health check (Serve's
+    defaults, every 10 s with a 30 s timeout; the LLM's are set in ``llm_deployment_options``), on another
+    node if its node is lost. Callers retry while it does: the LLM clients (``medagent.llm``: handle and
+    HTTP) and the retrieval clients (``medagent.agent.remote_services``) back off exponentially over
+    ``llm.max_retries`` / 3 attempts before the question is recorded with an ``error``.
+    """
     quiet = {"logging_config": {"enable_access_log": False}}
     return {
         "Ingress": {
@@ -225,6 +246,10 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
             **_replicas(cluster, "Ingress", 1),
             "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus},
             "max_ongoing_requests": 256,
+            # Access lines follow cluster.serve_log_level (WARNING: none). On a small node one log
+            # line per request (written, tailed, shipped to the driver) was a measurable share of the
+            # retrieve route's added latency; Serve's request metrics still count every request.
+            "logging_config": {"log_level": cluster.serve_log_level},
         },
         "Retriever": {
             "name": "Retriever",

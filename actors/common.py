@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from actors.metrics import MeteredChatModel
 from medagent.config import LLMConfig
 from medagent.llm.base import ChatModel
 from medagent.llm.handle import DeploymentHandleChatModel
@@ -19,19 +20,23 @@ def validate_columns(batch: dict[str, Any], required: Sequence[str], stage: str)
 
 
 def chat_model_for(llm: LLMConfig, endpoint: dict[str, Any]) -> ChatModel:
-    """The client for ``actors.builder.llm_endpoint``: a Serve handle in-cluster, else OpenAI over HTTP."""
+    """The client for ``actors.builder.llm_endpoint``: a Serve handle in-cluster, else OpenAI over HTTP;
+    wrapped so that every call's latency and tokens reach the metrics (``actors.metrics``)."""
+    client: ChatModel
     if endpoint["kind"] == "handle":
         from ray import serve
 
         handle = serve.get_deployment_handle(endpoint["deployment"], app_name=endpoint["app"])
-        return DeploymentHandleChatModel(handle, llm.served_name, max_retries=llm.max_retries)
-    return OpenAIChatClient(
-        endpoint["base_url"],
-        llm.served_name,
-        api_key_env=llm.api_key_env,
-        timeout_s=llm.request_timeout_s,
-        max_retries=llm.max_retries,
-    )
+        client = DeploymentHandleChatModel(handle, llm.served_name, max_retries=llm.max_retries)
+    else:
+        client = OpenAIChatClient(
+            endpoint["base_url"],
+            llm.served_name,
+            api_key_env=llm.api_key_env,
+            timeout_s=llm.request_timeout_s,
+            max_retries=llm.max_retries,
+        )
+    return MeteredChatModel(client, llm.served_name)
 
 
 def services_for(endpoint: dict[str, Any] | None) -> dict[str, Any]:

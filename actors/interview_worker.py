@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from actors.common import chat_model_for, retriever_for, text_embedder, validate_columns
+from actors.metrics import meters
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, LLMConfig, to_dataclass
 from medagent.history import build_history_agent
 from medagent.history.reference import extract_reference
@@ -87,7 +88,9 @@ class InterviewWorker:
                 )
             except LLMError as exc:
                 row = error_row(interview, self.agent_cfg.mode, self.eval_cfg, exc)
-            return row | {"mode": self.agent_cfg.mode, "elapsed_s": round(time.perf_counter() - start, 3)}
+            row = row | {"mode": self.agent_cfg.mode, "elapsed_s": round(time.perf_counter() - start, 3)}
+            meters().interview(row)
+            return row
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         validate_inputs(batch)

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
 from typing import Any
 
 from ray import serve
 
+from actors.metrics import meters
 from medagent.api import RerankRequest, RerankResponse, RetrievedDocument, RetrieveRequest, RetrieveResponse
 from medagent.config import RerankerConfig, RetrieverConfig, to_dataclass
 from medagent.retrieval.rerank import Candidate, EmbeddingReranker
@@ -57,7 +59,10 @@ class RetrieverServer:
         unknown = sorted(set(req.sources or []) - set(self.searcher.sources))
         if unknown:
             raise ValueError(f"unknown source(s) {unknown}; this index has {self.searcher.sources}")
-        return await self._batched_search(req)  # type: ignore[no-any-return]
+        start = time.perf_counter()
+        response: RetrieveResponse = await self._batched_search(req)
+        meters().retrieval(time.perf_counter() - start)
+        return response
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.002)
     async def _batched_search(self, requests: list[RetrieveRequest]) -> list[RetrieveResponse]:

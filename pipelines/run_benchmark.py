@@ -34,6 +34,10 @@ class ErrorBudgetExceeded(RuntimeError):
 # Agent modes that search (the others call the LLM alone).
 SEARCH_MODES = frozenset({"full", "no_tools", "no_cache_prune"})
 
+# How agent workers reach a live deployment: (LLM endpoint, retriever/reranker endpoint or None), as
+# ``deploy`` returns it; ``run_suite`` deploys once and hands the same endpoints to every cell.
+Endpoints = tuple[dict[str, Any], dict[str, Any] | None]
+
 
 def uses_retrieval(cfg: RunConfig) -> bool:
     return cfg.agent.mode in SEARCH_MODES
@@ -57,7 +61,7 @@ def deploy_llm(cfg: RunConfig) -> dict[str, Any]:
     return llm_endpoint(cfg.llm, cfg.cluster)
 
 
-def deploy(cfg: RunConfig) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def deploy(cfg: RunConfig) -> Endpoints:
     """Deploys what the agent needs on the running Ray cluster; returns (LLM endpoint, services endpoint).
 
     A searching agent gets the one serving application (LLM on CPU + Retriever + Reranker behind the
@@ -135,9 +139,15 @@ def stream_predictions(
         yield [Prediction.from_dict(json.loads(s)) for s in batch["prediction"]]
 
 
-def _answer_with_ray(cfg: RunConfig, todo: list[Question], rd: RunDir) -> None:
-    with ray_session(cfg.cluster):
-        llm_ep, services_ep = deploy(cfg)
+def _answer_with_ray(
+    cfg: RunConfig, todo: list[Question], rd: RunDir, endpoints: Endpoints | None = None
+) -> None:
+    with ray_session(cfg.cluster):  # a no-op inside run_suite's session
+        llm_ep, services_ep = endpoints or deploy(cfg)
+        from actors.metrics import RunMeter
+
+        # Questions by outcome and accuracy so far, for Prometheus; golds stay here in the driver.
+        meter = RunMeter.for_run(rd, cfg.benchmark.name, cfg.agent.mode)
         answered = errors = 0
         bar = tqdm(
             total=len(todo),
@@ -149,6 +159,7 @@ def _answer_with_ray(cfg: RunConfig, todo: list[Question], rd: RunDir) -> None:
         with bar:
             for preds in stream_predictions(cfg, todo, llm_ep, services_ep):
                 rd.append_predictions(preds)
+                meter.add(preds)
                 answered += len(preds)
                 errors += sum(p.error is not None for p in preds)
                 bar.update(len(preds))
@@ -161,8 +172,14 @@ def _answer_with_ray(cfg: RunConfig, todo: list[Question], rd: RunDir) -> None:
                     )
 
 
-def run(cfg: RunConfig) -> dict[str, Any]:
-    """Runs one benchmark end to end and returns the metrics dict (also written to ``metrics.json``)."""
+def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
+    """Runs one benchmark end to end and returns the metrics dict (also written to ``metrics.json``).
+
+    Args:
+        cfg: The run, with absolute paths (``absolute_paths``).
+        endpoints: A live deployment to use (``run_suite`` deploys once for all its cells); None deploys
+            what ``cfg`` needs when there is anything to answer.
+    """
     data = load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=cfg.limit, **cfg.benchmark.options)
     rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"{cfg.benchmark.name}-{cfg.agent.mode}")
     rd.write_golds(g for _, g in data.pairs)
@@ -182,7 +199,7 @@ def run(cfg: RunConfig) -> dict[str, Any]:
         len(todo),
     )
     if todo:
-        _answer_with_ray(cfg, todo, rd)
+        _answer_with_ray(cfg, todo, rd, endpoints)
 
     metrics = score(
         rd.load_predictions(),
@@ -239,19 +256,22 @@ def _print_example(rd: RunDir, pairs: list[tuple[Question, Any]]) -> None:
     )
 
 
+def absolute_paths(cfg: RunConfig) -> RunConfig:
+    """Resolves ``run_dir`` and ``index_dir`` in place: actors run in other working directories."""
+    if cfg.run_dir and not Path(cfg.run_dir).is_absolute():
+        cfg.run_dir = str(Path(cfg.run_dir).resolve())
+    if cfg.index_dir and not Path(cfg.index_dir).is_absolute():
+        cfg.index_dir = str(Path(cfg.index_dir).resolve())
+    return cfg
+
+
 register_configs()
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     setup_logging()
-    run_cfg: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
-    # Actors run in other working directories: hand them absolute paths.
-    if run_cfg.run_dir and not Path(run_cfg.run_dir).is_absolute():
-        run_cfg.run_dir = str(Path(run_cfg.run_dir).resolve())
-    if run_cfg.index_dir and not Path(run_cfg.index_dir).is_absolute():
-        run_cfg.index_dir = str(Path(run_cfg.index_dir).resolve())
-    run(run_cfg)
+    run(absolute_paths(OmegaConf.to_object(cfg)))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

@@ -22,6 +22,27 @@ from medagent.config import ServeConfig
 from pipelines.common import log, ray_session, register_configs, setup_logging
 
 
+def build_app(cfg: ServeConfig) -> Any:
+    """The medagent application (ingress, retriever, reranker and, on CPU, the LLM); builds, never starts.
+
+    Shared with ``pipelines.serve_app`` (the RayService / ``serve deploy`` entry point). A vLLM LLM is a
+    separate application (``actors.builder.build_llm_app``), served beside this one under ``/llm``.
+    """
+    from actors.builder import build_serving_app
+
+    llm = cfg.llm if cfg.llm.backend == "llamacpp" else None
+    index_dir = str(Path(cfg.index_dir).resolve()) if cfg.index_dir else None
+    return build_serving_app(
+        llm,
+        cfg.retriever,
+        cfg.reranker,
+        index_dir,
+        cfg.cluster,
+        interview_sessions=cfg.interview_sessions,
+        sessions_llm=cfg.llm,
+    )
+
+
 def start(cfg: ServeConfig) -> dict[str, Any]:
     """Deploys the application on the running Ray cluster; returns its handle and base URL."""
     from ray import serve
@@ -33,7 +54,6 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
         LLM_ROUTE,
         ROUTES,
         build_llm_app,
-        build_serving_app,
         serve_start_kwargs,
     )
 
@@ -43,18 +63,7 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
         vllm_app = build_llm_app(cfg.llm, cfg.cluster)
         assert vllm_app is not None
         serve.run(vllm_app, name=LLM_APP, route_prefix=LLM_ROUTE)
-    llm = cfg.llm if cfg.llm.backend == "llamacpp" else None
-    index_dir = str(Path(cfg.index_dir).resolve()) if cfg.index_dir else None
-    app = build_serving_app(
-        llm,
-        cfg.retriever,
-        cfg.reranker,
-        index_dir,
-        cfg.cluster,
-        interview_sessions=cfg.interview_sessions,
-        sessions_llm=cfg.llm,
-    )
-    handle = serve.run(app, name=cfg.app_name or APP, route_prefix="/")
+    handle = serve.run(build_app(cfg), name=cfg.app_name or APP, route_prefix="/")
     base = f"http://{cfg.cluster.http_host}:{cfg.cluster.http_port}"
     log.info("application %r up in %.1fs", cfg.app_name, time.perf_counter() - t0)
     routes = [f"{base}{r}" for r in ROUTES]

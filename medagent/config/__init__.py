@@ -26,6 +26,7 @@ from medagent.config.interview import (
 )
 from medagent.config.qa import AgentConfig, OpenScoringConfig, RunConfig
 from medagent.config.serve import ServeConfig
+from medagent.config.suite import SuiteConfig, SuiteRunConfig
 
 __all__ = [
     "AgentConfig",
@@ -46,5 +47,7 @@ __all__ = [
     "RetrieverConfig",
     "RunConfig",
     "ServeConfig",
+    "SuiteConfig",
+    "SuiteRunConfig",
     "to_dataclass",
 ]

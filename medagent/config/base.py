@@ -76,6 +76,10 @@ class ClusterConfig:
     # Loopback-only local Ray (see ../shared/STACK.md); never on a multi-node cluster.
     loopback_only: bool = True
     include_dashboard: bool = False
+    # Port of each node's Prometheus endpoint (``/metrics``, served by Ray's metrics agent, which runs
+    # without the dashboard too); None lets Ray pick one. Local clusters only: ``ray start`` sets it on a
+    # cluster.
+    metrics_export_port: int | None = None
     num_workers: int = 1
     worker_num_cpus: float = 0.25
     worker_num_gpus: float = 0.0

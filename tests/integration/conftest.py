@@ -20,7 +20,10 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def cluster_cfg() -> ClusterConfig:
-    return ClusterConfig(num_cpus=4, http_port=_free_port(), batch_size=2, num_workers=1)
+    # metrics_export_port: tests/integration/test_metrics.py scrapes the Prometheus endpoint.
+    return ClusterConfig(
+        num_cpus=4, http_port=_free_port(), batch_size=2, num_workers=1, metrics_export_port=_free_port()
+    )
 
 
 @pytest.fixture(scope="session")

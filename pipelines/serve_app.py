@@ -1,0 +1,87 @@
+"""Serve application builders for config-file deployments: a KubeRay RayService, ``serve deploy``, ``serve run``.
+
+``pipelines.serve`` starts Ray and deploys from the command line; a RayService instead names importable
+builders in its ``serveConfigV2`` and passes their ``args``. Both compose the same hydra config
+(``conf/serve.yaml``) and build through the same code (``pipelines.serve.build_app``), so a RayService runs
+exactly the application ``python -m pipelines.serve <overrides>`` would::
+
+    applications:
+      - name: medagent-llm                       # vLLM only: ray.serve.llm's OpenAI application
+        route_prefix: /llm
+        import_path: pipelines.serve_app:llm_app_builder
+        args: {overrides: [llm=qwen2.5-72b-instruct, cluster=multi_gpu, index_dir=/mnt/shared/index/x]}
+      - name: medagent                            # ingress, retriever, reranker (+ the LLM on CPU)
+        route_prefix: /
+        import_path: pipelines.serve_app:app_builder
+        args: {overrides: [llm=qwen2.5-72b-instruct, cluster=multi_gpu, index_dir=/mnt/shared/index/x]}
+
+``serve run pipelines.serve_app:app_builder overrides="llm=smollm2-135m-cpu index_dir=/abs/index"`` works
+too (a string is split like a shell line). Builders only build; Serve's controller deploys.
+"""
+
+# No `from __future__ import annotations`: Serve converts ``args`` to the builder's pydantic model only when
+# the parameter's annotation is the class itself, not a string (ray.serve._private.api).
+
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from omegaconf import OmegaConf
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from medagent.config import ServeConfig
+
+# Importing the entry point registers the typed schema that conf/serve.yaml names (serve_schema).
+from pipelines import serve as serve_pipeline
+
+
+class ServeAppArgs(BaseModel):
+    """``args`` of both builders: hydra overrides of ``conf/serve.yaml``, as on the command line."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    overrides: list[str] = Field(default_factory=list)
+
+    @field_validator("overrides", mode="before")
+    @classmethod
+    def _split_line(cls, value: Any) -> Any:
+        # `serve run module:builder overrides="a=1 b=2"` passes one string.
+        return shlex.split(value) if isinstance(value, str) else value
+
+
+def compose_serve_config(overrides: Sequence[str]) -> ServeConfig:
+    """``conf/serve.yaml`` with ``overrides``, typed; composes only (no Ray, no hydra.main, no chdir)."""
+    from hydra import compose, initialize_config_module
+
+    # The package, not a path: the conf/ YAML files are package data, so this works from an installed image.
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        cfg = compose(config_name="serve", overrides=list(overrides))
+    return OmegaConf.to_object(cfg)  # type: ignore[return-value]
+
+
+def _parse(args: ServeAppArgs | dict[str, Any] | None) -> ServeAppArgs:
+    return args if isinstance(args, ServeAppArgs) else ServeAppArgs.model_validate(args or {})
+
+
+def app_builder(args: ServeAppArgs) -> Any:
+    """The medagent application for ``import_path: pipelines.serve_app:app_builder``."""
+    cfg = compose_serve_config(_parse(args).overrides)
+    return serve_pipeline.build_app(cfg)
+
+
+def llm_app_builder(args: ServeAppArgs) -> Any:
+    """vLLM's OpenAI application (``ray.serve.llm``) for ``import_path: pipelines.serve_app:llm_app_builder``.
+
+    Raises:
+        ValueError: The LLM is not served by vLLM: the CPU LLM is a deployment of ``app_builder``'s
+            application, and an external endpoint (``backend=openai``) needs nothing deployed.
+    """
+    from actors.builder import build_llm_app
+
+    cfg = compose_serve_config(_parse(args).overrides)
+    if cfg.llm.backend != "vllm":
+        raise ValueError(
+            f"llm {cfg.llm.name!r} has backend={cfg.llm.backend!r}; llm_app_builder serves vLLM models only "
+            "(the CPU LLM is part of app_builder's application)"
+        )
+    return build_llm_app(cfg.llm, cfg.cluster)

@@ -1,0 +1,33 @@
+"""The fault tolerance we rely on and do not set ourselves (actors/builder.py says why): pinned here, so a
+Ray upgrade that changes it fails a fast test instead of a long run."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.builder import agent_worker_map_kwargs, llm_deployment_options
+from medagent.config import ClusterConfig
+
+
+def _extra_remote_args() -> dict[str, object]:
+    """What ``agent_worker_map_kwargs`` passes beyond map_batches' named parameters (nothing: we do not
+    override Ray Data's restart / retry defaults)."""
+    named = {"compute", "num_cpus", "num_gpus", "batch_size"}
+    return {k: v for k, v in agent_worker_map_kwargs(ClusterConfig()).items() if k not in named}
+
+
+def test_ray_data_restarts_pool_actors_and_retries_their_batches() -> None:
+    pytest.importorskip("ray.data")
+    from ray.data import DataContext
+    from ray.data._internal.execution.operators.actor_pool_map_operator import ActorPoolMapOperator
+
+    ctx = DataContext.get_current()
+    args = ActorPoolMapOperator._apply_default_remote_args(_extra_remote_args(), ctx)
+    assert args["max_restarts"] == -1 and args["max_task_retries"] == -1
+    assert ctx.actor_task_retry_on_errors is False  # our own exceptions are bugs: never retried
+    assert ctx.max_errored_blocks == 0  # a batch that fails for good fails the run, nothing dropped
+
+
+def test_the_llm_replica_is_health_checked() -> None:
+    opts = llm_deployment_options(ClusterConfig())
+    assert opts["health_check_period_s"] > 0 and opts["health_check_timeout_s"] > 0
