@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -40,15 +40,11 @@ from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import Annotation
 from medagent.run import RunDir, build_manifest
-from pipelines.common import log, ray_session, setup_logging
+from pipelines.common import drain, log, ray_session, setup_logging
 
 ANNOTATORS = ("lexicon", "llm")
 RUN, GOLD = "run", "gold"
 KEY = "interview_id"
-
-
-class ErrorBudgetExceeded(RuntimeError):
-    """Too many interviews hit endpoint failures: the run stops instead of writing empty annotations."""
 
 
 def _append(rd: RunDir, role: str, annotations: list[Annotation]) -> int:
@@ -109,28 +105,27 @@ def _annotate_with_ray(
 
     with ray_session(cfg.cluster):
         deploy_llm(RunConfig(llm=cfg.llm, cluster=cfg.cluster))
-        done = failed = 0
-        bar = tqdm(
+
+        def write(results: Sequence[tuple[str, Annotation]]) -> None:
+            for role in (RUN, GOLD):
+                _append(rd, role, [a for r, a in results if r == role])
+
+        drain(
+            stream_llm_annotations(cfg, todo, symptoms, diseases),
+            write,
+            failed=lambda result: any("LLMError" in e for e in result[1].errors),
             total=len(todo),
             desc=f"llm/{cfg.llm.name}",
             unit="interview",
-            disable=not cfg.progress,
-            file=sys.stderr,
+            progress=cfg.progress,
+            min_n=cfg.error_budget_min_n,
+            max_error_rate=cfg.max_error_rate,
+            budget_message=lambda failed, done: (
+                f"{failed} of {done} interviews hit LLM endpoint failures (> max_error_rate="
+                f"{cfg.max_error_rate}); see 'errors' in {rd.annotations}. Rerun with run_dir={rd.root} "
+                "to resume once the endpoint is fixed (finished interviews are skipped)."
+            ),
         )
-        with bar:
-            for results in stream_llm_annotations(cfg, todo, symptoms, diseases):
-                for role in (RUN, GOLD):
-                    _append(rd, role, [a for r, a in results if r == role])
-                done += len(results)
-                failed += sum(any("LLMError" in e for e in a.errors) for _, a in results)
-                bar.update(len(results))
-                bar.set_postfix(failed=failed)
-                if done >= cfg.error_budget_min_n and failed / done > cfg.max_error_rate:
-                    raise ErrorBudgetExceeded(
-                        f"{failed} of {done} interviews hit LLM endpoint failures (> max_error_rate="
-                        f"{cfg.max_error_rate}); see 'errors' in {rd.annotations}. Rerun with run_dir={rd.root} "
-                        "to resume once the endpoint is fixed (finished interviews are skipped)."
-                    )
 
 
 def _notes(kind: str) -> list[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
 
@@ -14,6 +14,48 @@ from actors.builder import ray_init_kwargs
 from medagent.config import ClusterConfig, RunConfig
 
 log = logging.getLogger("medagent")
+
+T = TypeVar("T")
+
+
+class ErrorBudgetExceeded(RuntimeError):
+    """Too many items failed: the run stops instead of producing a meaningless score."""
+
+
+def drain(
+    batches: Iterable[Sequence[T]],
+    write: Callable[[Sequence[T]], object],
+    *,
+    failed: Callable[[T], bool],
+    total: int,
+    desc: str,
+    unit: str,
+    progress: bool,
+    min_n: int,
+    max_error_rate: float,
+    budget_message: Callable[[int, int], str],
+) -> tuple[int, int]:
+    """Writes each batch of a Ray Data stream as it arrives, with a progress bar and an error budget.
+
+    Every pipeline streams results the same way: written first (so a stop keeps them), then counted;
+    once ``min_n`` items are done, a failed share above ``max_error_rate`` raises ``ErrorBudgetExceeded``
+    with ``budget_message(failed, done)``. Returns (done, failed).
+    """
+    import sys
+
+    from tqdm import tqdm
+
+    done = n_failed = 0
+    with tqdm(total=total, desc=desc, unit=unit, disable=not progress, file=sys.stderr) as bar:
+        for batch in batches:
+            write(batch)
+            done += len(batch)
+            n_failed += sum(failed(x) for x in batch)
+            bar.update(len(batch))
+            bar.set_postfix(errors=n_failed)
+            if done >= min_n and n_failed / done > max_error_rate:
+                raise ErrorBudgetExceeded(budget_message(n_failed, done))
+    return done, n_failed
 
 
 def register_configs() -> None:

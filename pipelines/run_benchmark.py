@@ -8,28 +8,21 @@ missing. Gold labels are written to the run dir and joined by id in ``medagent.e
 from __future__ import annotations
 
 import json
-import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from medagent.config import RunConfig
 from medagent.data import load_benchmark
 from medagent.eval import format_table, score
 from medagent.run import RunDir, build_manifest
 from medagent.types import Prediction, Question
-from pipelines.common import log, ray_session, register_configs, setup_logging
-
-
-class ErrorBudgetExceeded(RuntimeError):
-    """Too many questions failed: the run stops instead of producing a meaningless score."""
-
+from pipelines.common import drain, log, ray_session, register_configs, setup_logging
 
 # Agent modes that search (the others call the LLM alone).
 SEARCH_MODES = frozenset({"full", "no_tools", "no_cache_prune"})
@@ -148,28 +141,27 @@ def _answer_with_ray(
 
         # Questions by outcome and accuracy so far, for Prometheus; golds stay here in the driver.
         meter = RunMeter.for_run(rd, cfg.benchmark.name, cfg.agent.mode)
-        answered = errors = 0
-        bar = tqdm(
+
+        def write(preds: Sequence[Prediction]) -> None:
+            rd.append_predictions(list(preds))
+            meter.add(list(preds))
+
+        drain(
+            stream_predictions(cfg, todo, llm_ep, services_ep),
+            write,
+            failed=lambda p: p.error is not None,
             total=len(todo),
             desc=f"{cfg.benchmark.name}/{cfg.agent.mode}",
             unit="q",
-            disable=not cfg.progress,
-            file=sys.stderr,
+            progress=cfg.progress,
+            min_n=cfg.error_budget_min_n,
+            max_error_rate=cfg.max_error_rate,
+            budget_message=lambda failed, done: (
+                f"{failed} of {done} questions failed (> max_error_rate={cfg.max_error_rate}); "
+                f"see the 'error' field in {rd.predictions}. Finished answers are kept: rerun "
+                f"with run_dir={rd.root} to resume once the cause is fixed."
+            ),
         )
-        with bar:
-            for preds in stream_predictions(cfg, todo, llm_ep, services_ep):
-                rd.append_predictions(preds)
-                meter.add(preds)
-                answered += len(preds)
-                errors += sum(p.error is not None for p in preds)
-                bar.update(len(preds))
-                bar.set_postfix(errors=errors)
-                if answered >= cfg.error_budget_min_n and errors / answered > cfg.max_error_rate:
-                    raise ErrorBudgetExceeded(
-                        f"{errors} of {answered} questions failed (> max_error_rate={cfg.max_error_rate}); "
-                        f"see the 'error' field in {rd.predictions}. Finished answers are kept: rerun "
-                        f"with run_dir={rd.root} to resume once the cause is fixed."
-                    )
 
 
 def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:

@@ -15,7 +15,6 @@ once for the whole run), ``report.md``, ``figures/*.png`` and ``manifest.json``.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -25,7 +24,6 @@ from typing import Any
 import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from medagent.config import InterviewRunConfig, RunConfig
 from medagent.history import HISTORY_MODES
@@ -43,13 +41,9 @@ from medagent.history.report import (
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.run import RunDir, build_manifest
-from pipelines.common import log, ray_session, setup_logging
+from pipelines.common import drain, log, ray_session, setup_logging
 
 KEY = "interview_id"
-
-
-class ErrorBudgetExceeded(RuntimeError):
-    """Too many interviews hit endpoint failures: the run stops instead of scoring empty assessments."""
 
 
 def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -127,27 +121,22 @@ def stream_rows(
 def _interview_with_ray(cfg: InterviewRunConfig, todo: list[Interview], rd: RunDir) -> None:
     with ray_session(cfg.cluster):
         llm_ep, services_ep = deploy(cfg)
-        done = failed = 0
-        bar = tqdm(
+        drain(
+            stream_rows(cfg, todo, llm_ep, services_ep),
+            lambda rows: rd.append_records(rd.interviews, list(rows), key=KEY),
+            failed=lambda r: bool(r.get("error")),
             total=len(todo),
             desc=f"{cfg.interviews.name}/{cfg.agent.mode}",
             unit="interview",
-            disable=not cfg.progress,
-            file=sys.stderr,
+            progress=cfg.progress,
+            min_n=cfg.error_budget_min_n,
+            max_error_rate=cfg.max_error_rate,
+            budget_message=lambda failed, done: (
+                f"{failed} of {done} interviews hit endpoint failures (> max_error_rate="
+                f"{cfg.max_error_rate}); see 'error' in {rd.interviews}. Rerun with "
+                f"run_dir={rd.root} to resume once the endpoint is fixed (finished interviews are kept)."
+            ),
         )
-        with bar:
-            for rows in stream_rows(cfg, todo, llm_ep, services_ep):
-                rd.append_records(rd.interviews, rows, key=KEY)
-                done += len(rows)
-                failed += sum(bool(r.get("error")) for r in rows)
-                bar.update(len(rows))
-                bar.set_postfix(errors=failed)
-                if done >= cfg.error_budget_min_n and failed / done > cfg.max_error_rate:
-                    raise ErrorBudgetExceeded(
-                        f"{failed} of {done} interviews hit endpoint failures (> max_error_rate="
-                        f"{cfg.max_error_rate}); see 'error' in {rd.interviews}. Rerun with "
-                        f"run_dir={rd.root} to resume once the endpoint is fixed (finished interviews are kept)."
-                    )
 
 
 def _load_run(label: str, root: Path, wanted: set[str] | None = None) -> RunRecords:

@@ -10,7 +10,8 @@ import pytest
 
 from medagent.config import BenchmarkConfig, ClusterConfig, LLMConfig, ModelConfig, RunConfig
 from medagent.run import RunDir
-from pipelines.run_benchmark import ErrorBudgetExceeded, run
+from pipelines.common import ErrorBudgetExceeded
+from pipelines.run_benchmark import run
 
 pytestmark = pytest.mark.integration
 

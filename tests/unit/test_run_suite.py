@@ -156,7 +156,7 @@ def _fake_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: str) -> l
     import contextlib
 
     import pipelines.run_suite as rs
-    from pipelines.run_benchmark import ErrorBudgetExceeded
+    from pipelines.common import ErrorBudgetExceeded
 
     tmp_path.mkdir(exist_ok=True)
     src = tmp_path / "q.jsonl"

@@ -1,0 +1,42 @@
+"""The one streaming loop of the pipelines: write first, then count, then check the error budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.common import ErrorBudgetExceeded, drain
+
+
+def _drain(
+    batches: list[list[int]], written: list[int], *, min_n: int = 2, rate: float = 0.5
+) -> tuple[int, int]:
+    return drain(
+        batches,
+        written.extend,
+        failed=lambda x: x < 0,
+        total=sum(map(len, batches)),
+        desc="t",
+        unit="x",
+        progress=False,
+        min_n=min_n,
+        max_error_rate=rate,
+        budget_message=lambda failed, done: f"{failed} of {done} failed",
+    )
+
+
+def test_counts_every_item_and_writes_all() -> None:
+    written: list[int] = []
+    assert _drain([[1, -1], [2], [3, 4]], written) == (5, 1)
+    assert written == [1, -1, 2, 3, 4]
+
+
+def test_budget_stops_after_writing_the_batch_that_broke_it() -> None:
+    written: list[int] = []
+    with pytest.raises(ErrorBudgetExceeded, match="2 of 3 failed"):
+        _drain([[1], [-1, -2], [5]], written)
+    assert written == [1, -1, -2]  # finished items are kept; the batch after the stop is never read
+
+
+def test_no_stop_before_min_n() -> None:
+    written: list[int] = []
+    assert _drain([[-1], [2], [3]], written, min_n=5) == (3, 1)
