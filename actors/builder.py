@@ -224,6 +224,12 @@ def interview_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     }
 
 
+def _retrieval_pin(cluster: ClusterConfig) -> dict[str, Any]:
+    """``resources`` that keep retriever and reranker replicas on the retrieval worker group (embedding
+    actors stay unpinned: indexing runs while the LLM nodes are idle and uses their GPUs too)."""
+    return {"resources": dict(cluster.retrieval_resources)} if cluster.retrieval_resources else {}
+
+
 def _replicas(cluster: ClusterConfig, name: str, fixed: int) -> dict[str, Any]:
     """Fixed ``num_replicas``, or Serve autoscaling when ``cluster.autoscaling`` names the deployment."""
     auto = cluster.autoscaling.get(name)
@@ -258,6 +264,7 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
             "ray_actor_options": {
                 "num_cpus": cluster.retriever_num_cpus,
                 "num_gpus": cluster.retriever_num_gpus,
+                **_retrieval_pin(cluster),
             },
             "max_ongoing_requests": 128,
         },
@@ -268,6 +275,7 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
             "ray_actor_options": {
                 "num_cpus": cluster.reranker_num_cpus,
                 "num_gpus": cluster.reranker_num_gpus,
+                **_retrieval_pin(cluster),
             },
             "max_ongoing_requests": 64,
         },

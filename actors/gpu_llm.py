@@ -28,7 +28,11 @@ def vllm_llm_config(llm: LLMConfig, cluster: ClusterConfig) -> Any:
     source = llm.model.local_path or llm.model.hub_id
     if not source:
         raise ValueError(f"llm {llm.name!r}: set model.hub_id or model.local_path for the vllm backend")
+    extra: dict[str, Any] = {}
+    if cluster.llm_accelerator_type:
+        extra["accelerator_type"] = cluster.llm_accelerator_type
     return ServeLLMConfig(
+        **extra,
         model_loading_config={"model_id": llm.served_name, "model_source": source},
         engine_kwargs=engine_kwargs,
         deployment_config={

@@ -87,6 +87,9 @@ class ClusterConfig:
     llm_num_cpus: float = 1.0
     llm_num_gpus: float = 0.0
     llm_max_ongoing_requests: int = 16
+    # vLLM only: the GPU type the LLM replicas must land on (ray.serve.llm's accelerator_type, e.g. "H100",
+    # matched against the resource Ray detects on each node), so they never take a retrieval GPU.
+    llm_accelerator_type: str | None = None
     http_host: str = "127.0.0.1"
     http_port: int = 8000
     # Log level of Serve's controller and proxies (the dashboard and log files keep everything).
@@ -109,6 +112,10 @@ class ClusterConfig:
     reranker_num_cpus: float = 0.5
     reranker_num_gpus: float = 0.0
     ingress_num_cpus: float = 0.1
+    # Custom Ray resources that retriever and reranker replicas require, e.g. {retrieval_node: 0.01}
+    # with the matching `resources` in the retrieval worker group's rayStartParams: pins them to that group
+    # instead of whatever GPU is free first (an autoscaled retrieval replica could take the LLM node's).
+    retrieval_resources: dict[str, float] = field(default_factory=dict)
     # Serve autoscaling_config per deployment name (Ingress, Retriever, Reranker, LlamaCppServer);
     # a deployment listed here autoscales instead of using its fixed replica count.
     autoscaling: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -9,6 +9,7 @@ schemas: the entry points compose with hydra, the pins and versions agree, the c
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shlex
 import sys
@@ -279,6 +280,34 @@ def test_cluster_configs_fit_the_pod_shapes() -> None:
         )
         assert cluster.embed_workers * cluster.embed_num_gpus <= total
         assert cluster.address == "auto" and not cluster.loopback_only
+
+
+def test_retrieval_replicas_are_pinned_to_a_group_that_advertises_the_resource() -> None:
+    from actors.builder import serving_deployment_options
+    from pipelines.submit import compose_pipeline_config
+
+    def advertised(group: dict[str, Any]) -> dict[str, float]:
+        # KubeRay passes `resources` to `ray start --resources` as a quoted JSON string.
+        raw = group.get("rayStartParams", {}).get("resources")
+        return json.loads(json.loads(raw)) if raw else {}
+
+    for name in ("multi_gpu", "multi_node"):
+        cluster = compose_pipeline_config("run_benchmark", [f"cluster={name}"]).cluster
+        assert cluster.retrieval_resources, name
+        options = serving_deployment_options(cluster)
+        for deployment in ("Retriever", "Reranker"):
+            assert options[deployment]["ray_actor_options"]["resources"] == cluster.retrieval_resources
+        for file, doc in KUBERAY:
+            spec = cm.cluster_spec(doc)
+            groups = {g["groupName"]: g for g in (spec or {}).get("workerGroupSpecs", [])}
+            if "retrieval-gpu" in groups:
+                have = advertised(groups["retrieval-gpu"])
+                assert all(have.get(k, 0) >= v for k, v in cluster.retrieval_resources.items()), file
+            for group_name, group in groups.items():  # nothing else can take a retrieval replica
+                if group_name != "retrieval-gpu":
+                    assert not set(advertised(group)) & set(cluster.retrieval_resources), (file, group_name)
+    launcher = yaml.safe_load((cm.LAUNCHER_DIR / "aws.yaml").read_text(encoding="utf-8"))
+    assert launcher["available_node_types"]["retrieval_gpu"]["resources"]["retrieval_node"] >= 0.01
 
 
 def test_serve_autoscaling_configs_are_valid() -> None:
