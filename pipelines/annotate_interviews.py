@@ -47,9 +47,14 @@ RUN, GOLD = "run", "gold"
 KEY = "interview_id"
 
 
+def endpoint_failed(record: dict[str, Any]) -> bool:
+    """An annotation cut short by an LLM endpoint failure: the next run annotates it again."""
+    return any("LLMError" in e for e in record.get("errors", []))
+
+
 def _append(rd: RunDir, role: str, annotations: list[Annotation]) -> int:
     path = rd.annotations if role == RUN else rd.gold_annotations
-    return rd.append_records(path, (a.to_dict() for a in annotations), key=KEY)
+    return rd.append_records(path, (a.to_dict() for a in annotations), key=KEY, failed=endpoint_failed)
 
 
 def _annotate_in_process(
@@ -113,7 +118,7 @@ def _annotate_with_ray(
         drain(
             stream_llm_annotations(cfg, todo, symptoms, diseases),
             write,
-            failed=lambda result: any("LLMError" in e for e in result[1].errors),
+            failed=lambda result: endpoint_failed(result[1].to_dict()),
             total=len(todo),
             desc=f"llm/{cfg.llm.name}",
             unit="interview",
@@ -164,7 +169,8 @@ def run(cfg: AnnotateRunConfig) -> dict[str, Any]:
     )
     rd.write_json(rd.manifest, manifest)
 
-    done, gold_done = rd.completed_keys(rd.annotations, KEY), rd.completed_keys(rd.gold_annotations, KEY)
+    done = rd.completed_keys(rd.annotations, KEY, endpoint_failed)
+    gold_done = rd.completed_keys(rd.gold_annotations, KEY, endpoint_failed)
     todo = [(RUN, iv) for iv in data.interviews if iv.id not in done]
     todo += [(GOLD, iv) for iv, _ in gold_pairs if iv.id not in gold_done]
     log.info(
@@ -183,7 +189,7 @@ def run(cfg: AnnotateRunConfig) -> dict[str, Any]:
         _annotate_with_ray(cfg, todo, symptoms, diseases, rd)
 
     wanted = {iv.id for iv in data.interviews}
-    annotations = [Annotation.from_dict(r) for r in rd.load_records(rd.annotations)]
+    annotations = [Annotation.from_dict(r) for r in rd.latest_records(rd.annotations, KEY, endpoint_failed)]
     annotations = [a for a in annotations if a.interview_id in wanted]
     result: dict[str, Any] = {
         "run_dir": str(rd.root),
@@ -195,7 +201,8 @@ def run(cfg: AnnotateRunConfig) -> dict[str, Any]:
         "parse_issues": sum(len(iv.issues) for iv in data.interviews),
     }
     if gold_pairs:
-        preds = {a.interview_id: a for a in map(Annotation.from_dict, rd.load_records(rd.gold_annotations))}
+        gold_rows = rd.latest_records(rd.gold_annotations, KEY, endpoint_failed)
+        preds = {a.interview_id: a for a in map(Annotation.from_dict, gold_rows)}
         report = score_annotations(preds, {g.interview_id: g for _, g in gold_pairs}, annotator=kind)
         write_report(report, rd.annotation_eval_md, rd.annotation_eval_csv, _notes(kind))
         result["gold_eval"] = report.to_dict()

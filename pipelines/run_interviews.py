@@ -118,13 +118,18 @@ def stream_rows(
         yield [json.loads(s) for s in batch["row"]]
 
 
+def endpoint_failed(row: dict[str, Any]) -> bool:
+    """An interview cut short by an LLM / retriever failure (``error``): the next run asks it again."""
+    return bool(row.get("error"))
+
+
 def _interview_with_ray(cfg: InterviewRunConfig, todo: list[Interview], rd: RunDir) -> None:
     with ray_session(cfg.cluster):
         llm_ep, services_ep = deploy(cfg)
         drain(
             stream_rows(cfg, todo, llm_ep, services_ep),
-            lambda rows: rd.append_records(rd.interviews, list(rows), key=KEY),
-            failed=lambda r: bool(r.get("error")),
+            lambda rows: rd.append_records(rd.interviews, list(rows), key=KEY, failed=endpoint_failed),
+            failed=endpoint_failed,
             total=len(todo),
             desc=f"{cfg.interviews.name}/{cfg.agent.mode}",
             unit="interview",
@@ -141,7 +146,7 @@ def _interview_with_ray(cfg: InterviewRunConfig, todo: list[Interview], rd: RunD
 
 def _load_run(label: str, root: Path, wanted: set[str] | None = None) -> RunRecords:
     rd = RunDir(root, read_only=True)
-    rows = rd.load_records(rd.interviews)
+    rows = rd.latest_records(rd.interviews, KEY, endpoint_failed)
     return RunRecords.from_rows(label, [r for r in rows if wanted is None or r[KEY] in wanted])
 
 
@@ -203,7 +208,7 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
         asdict(cfg), data.files, rd.read_json(rd.manifest), n_interviews=len(data.interviews)
     )
     rd.write_json(rd.manifest, manifest)
-    done = rd.completed_keys(rd.interviews, KEY)
+    done = rd.completed_keys(rd.interviews, KEY, endpoint_failed)
     todo = [iv for iv in data.interviews if iv.id not in done]
     log.info(
         "%s: %d interviews, %d already run in %s, %d to go (agent=%s)",

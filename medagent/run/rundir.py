@@ -11,7 +11,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,9 @@ class RunDir:
                 f.truncate(cut)
 
     def completed_ids(self) -> set[str]:
-        return {p.id for p in self.load_predictions()}
+        """Questions answered for good. A prediction with ``error`` (an endpoint failure, not an INVALID
+        answer) is not: a rerun asks it again and the new line supersedes it."""
+        return {p.id for p in self.load_predictions() if p.error is None}
 
     def append_predictions(self, preds: Iterable[Prediction]) -> int:
         """Writes traces, then prediction lines (flushed and fsynced); returns how many were new."""
@@ -139,7 +141,8 @@ class RunDir:
                 trace = record.pop("trace")
                 _atomic_write(self.trace_path(pred.id), json.dumps({"id": pred.id, "trace": trace}, indent=1))
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
-                done.add(pred.id)
+                if pred.error is None:
+                    done.add(pred.id)
                 n += 1
             f.flush()
             os.fsync(f.fileno())
@@ -148,8 +151,7 @@ class RunDir:
     def load_predictions(self, with_traces: bool = False) -> list[Prediction]:
         if not self.predictions.exists():
             return []
-        out: list[Prediction] = []
-        seen: set[str] = set()
+        kept: dict[str, Prediction] = {}  # insertion order: the order questions were first written
         lines = self.predictions.read_text(encoding="utf-8").splitlines()
         for i, line in enumerate(lines):
             if not line.strip():
@@ -161,12 +163,14 @@ class RunDir:
                     continue
                 raise
             pred = Prediction.from_dict(record)
-            if pred.id in seen:
-                continue
-            seen.add(pred.id)
-            if with_traces and self.trace_path(pred.id).exists():
-                pred.trace = json.loads(self.trace_path(pred.id).read_text())["trace"]
-            out.append(pred)
+            if pred.id in kept and kept[pred.id].error is None:
+                continue  # answered for good: a later line can only be a duplicate
+            kept[pred.id] = pred  # first answer, or one superseding an endpoint failure
+        out = list(kept.values())
+        if with_traces:
+            for pred in out:
+                if self.trace_path(pred.id).exists():
+                    pred.trace = json.loads(self.trace_path(pred.id).read_text())["trace"]
         return out
 
     # Generic JSONL commit logs (annotations...) -------------------------------------------------
@@ -187,11 +191,35 @@ class RunDir:
                 raise
         return out
 
-    def completed_keys(self, path: Path, key: str = "id") -> set[str]:
-        return {str(r[key]) for r in self.load_records(path)}
+    def latest_records(
+        self, path: Path, key: str = "id", failed: Callable[[dict[str, Any]], bool] | None = None
+    ) -> list[dict[str, Any]]:
+        """One record per ``key``: the first, unless it ``failed`` (an endpoint failure): then a later
+        record of the same key supersedes it (the rerun that asked again)."""
+        kept: dict[str, dict[str, Any]] = {}
+        for r in self.load_records(path):
+            k = str(r[key])
+            if k not in kept or (failed is not None and failed(kept[k])):
+                kept[k] = r
+        return list(kept.values())
 
-    def append_records(self, path: Path, records: Iterable[dict[str, Any]], key: str = "id") -> int:
-        """Appends records whose ``key`` is not in ``path`` yet (fsynced); returns how many were new.
+    def completed_keys(
+        self, path: Path, key: str = "id", failed: Callable[[dict[str, Any]], bool] | None = None
+    ) -> set[str]:
+        """Keys done for good: a record that ``failed`` is asked again by the next run."""
+        return {
+            str(r[key]) for r in self.latest_records(path, key, failed) if failed is None or not failed(r)
+        }
+
+    def append_records(
+        self,
+        path: Path,
+        records: Iterable[dict[str, Any]],
+        key: str = "id",
+        failed: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> int:
+        """Appends records whose ``key`` is not done in ``path`` yet (fsynced); returns how many were new.
+        A record that ``failed`` leaves its key open, so the next run's record for it is written too.
 
         A partial last line left by a kill is cut off first, so the file stays one record per line.
         """
@@ -200,7 +228,7 @@ class RunDir:
             if data and not data.endswith(b"\n"):
                 with open(path, "r+b") as f:
                     f.truncate(data.rfind(b"\n") + 1)
-        done = self.completed_keys(path, key)
+        done = self.completed_keys(path, key, failed)
         n = 0
         with open(path, "a", encoding="utf-8") as f:
             for rec in records:
@@ -208,7 +236,8 @@ class RunDir:
                 if k in done:
                     continue
                 f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                done.add(k)
+                if failed is None or not failed(rec):
+                    done.add(k)
                 n += 1
             f.flush()
             os.fsync(f.fileno())

@@ -61,3 +61,37 @@ def test_read_only_open_touches_nothing(tmp_path: Path) -> None:
     reader = RunDir(tmp_path / "run", read_only=True)
     assert [p.id for p in reader.load_predictions()] == ["a"]
     assert rd.predictions.read_bytes() == before  # the writer's partial line is left alone
+
+
+def test_an_endpoint_failure_is_asked_again_and_superseded(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    failed = Prediction(id="b", benchmark="t", answer="INVALID", error="LLMError: replica restarting")
+    assert rd.append_predictions([_p("a"), failed]) == 2
+    assert rd.completed_ids() == {"a"}  # "b" is not done: a rerun asks it again
+    assert rd.append_predictions([_p("b")]) == 1
+    assert rd.append_predictions([_p("b")]) == 0  # now answered for good
+    preds = RunDir(tmp_path / "run").load_predictions()
+    assert [(p.id, p.error) for p in preds] == [("a", None), ("b", None)]  # the failure is superseded
+
+
+def test_a_later_failure_never_replaces_an_answer(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    rd.append_predictions([_p("a")])
+    rd.append_predictions([Prediction(id="a", benchmark="t", answer="INVALID", error="LLMError: x")])
+    assert [p.error for p in rd.load_predictions()] == [None]
+
+
+def test_records_with_failures_are_redone_and_superseded(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    path = rd.root / "rows.jsonl"
+
+    def failed(r: dict[str, object]) -> bool:
+        return bool(r.get("error"))
+
+    assert (
+        rd.append_records(path, [{"id": "x", "v": 1}, {"id": "y", "error": "LLMError"}], failed=failed) == 2
+    )
+    assert rd.completed_keys(path, failed=failed) == {"x"}
+    assert rd.completed_keys(path) == {"x", "y"}  # without a failure rule every record counts
+    assert rd.append_records(path, [{"id": "x", "v": 9}, {"id": "y", "v": 2}], failed=failed) == 1
+    assert rd.latest_records(path, failed=failed) == [{"id": "x", "v": 1}, {"id": "y", "v": 2}]
