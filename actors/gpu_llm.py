@@ -15,6 +15,11 @@ def vllm_llm_config(llm: LLMConfig, cluster: ClusterConfig) -> Any:
     """Builds a ``ray.serve.llm.LLMConfig`` from our typed config."""
     from ray.serve.llm import LLMConfig as ServeLLMConfig
 
+    return ServeLLMConfig(**vllm_llm_kwargs(llm, cluster))
+
+
+def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig) -> dict[str, Any]:
+    """The ``ray.serve.llm.LLMConfig`` arguments (plain data: testable where vllm is not installed)."""
     engine_kwargs: dict[str, Any] = {
         "tensor_parallel_size": llm.tensor_parallel_size,
         "pipeline_parallel_size": llm.pipeline_parallel_size,
@@ -28,10 +33,15 @@ def vllm_llm_config(llm: LLMConfig, cluster: ClusterConfig) -> Any:
     source = llm.model.local_path or llm.model.hub_id
     if not source:
         raise ValueError(f"llm {llm.name!r}: set model.hub_id or model.local_path for the vllm backend")
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {
+        "placement_group_config": {
+            "bundle_per_worker": {"GPU": 1, **cluster.llm_resources},
+            "strategy": cluster.llm_placement_strategy,
+        }
+    }
     if cluster.llm_accelerator_type:
         extra["accelerator_type"] = cluster.llm_accelerator_type
-    return ServeLLMConfig(
+    return dict(
         **extra,
         model_loading_config={"model_id": llm.served_name, "model_source": source},
         engine_kwargs=engine_kwargs,

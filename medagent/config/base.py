@@ -87,8 +87,12 @@ class ClusterConfig:
     llm_num_cpus: float = 1.0
     llm_num_gpus: float = 0.0
     llm_max_ongoing_requests: int = 16
-    # vLLM only: the GPU type the LLM replicas must land on (ray.serve.llm's accelerator_type, e.g. "H100",
-    # matched against the resource Ray detects on each node), so they never take a retrieval GPU.
+    # vLLM only: where the TP x PP GPU bundles of one replica go. STRICT_PACK keeps them on one node
+    # (ray.serve.llm's default PACK may split a TP=4 group across nodes); llm_resources adds custom
+    # resources to each bundle (e.g. {llm_node: 0.01}, advertised by the LLM worker group) so an autoscaled
+    # cluster starts the right group; llm_accelerator_type is ray.serve.llm's GPU-type pin (e.g. "H100").
+    llm_placement_strategy: str = "STRICT_PACK"
+    llm_resources: dict[str, float] = field(default_factory=dict)
     llm_accelerator_type: str | None = None
     http_host: str = "127.0.0.1"
     http_port: int = 8000

@@ -308,6 +308,23 @@ def test_retrieval_replicas_are_pinned_to_a_group_that_advertises_the_resource()
                     assert not set(advertised(group)) & set(cluster.retrieval_resources), (file, group_name)
     launcher = yaml.safe_load((cm.LAUNCHER_DIR / "aws.yaml").read_text(encoding="utf-8"))
     assert launcher["available_node_types"]["retrieval_gpu"]["resources"]["retrieval_node"] >= 0.01
+    assert launcher["available_node_types"]["llm_gpu"]["resources"]["llm_node"] >= 0.01
+
+
+def test_each_vllm_replica_is_packed_on_one_llm_node() -> None:
+    from actors.gpu_llm import vllm_llm_kwargs
+    from pipelines.submit import compose_pipeline_config
+
+    for name in ("multi_gpu", "multi_node"):
+        cfg = compose_pipeline_config("run_benchmark", [f"cluster={name}", "llm=qwen2.5-72b-instruct"])
+        pg = vllm_llm_kwargs(cfg.llm, cfg.cluster)["placement_group_config"]
+        assert pg["strategy"] == "STRICT_PACK"
+        assert pg["bundle_per_worker"] == {"GPU": 1, "llm_node": 0.01}
+        for file, doc in KUBERAY:
+            groups = {g["groupName"]: g for g in (cm.cluster_spec(doc) or {}).get("workerGroupSpecs", [])}
+            if "llm-gpu" in groups:
+                raw = groups["llm-gpu"]["rayStartParams"]["resources"]
+                assert json.loads(json.loads(raw))["llm_node"] >= 1, file
 
 
 def test_serve_autoscaling_configs_are_valid() -> None:
