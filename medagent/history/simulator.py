@@ -63,6 +63,9 @@ class PatientSimulator:
 
     def __post_init__(self) -> None:
         self._exchanges = exchanges(list(self.turns))
+        # The presenting complaint, quoted on its own: the 1.5B CPU model answered "why did you come?"
+        # with "not sure" while the complaint sat in the source block; named, it is used.
+        self._complaint = next((t.text for t in self.turns if t.speaker == "patient"), "")
         self._vectors: np.ndarray | None = None
         if self.cfg.simulator_exchanges is not None and self.embedder is None:
             raise ValueError(
@@ -87,6 +90,7 @@ class PatientSimulator:
         context = self.context_for(question)
         messages = load_prompt("history_patient").render(
             source=context,
+            complaint=self._complaint[: self.cfg.max_transcript_chars],
             history=[asdict(x) | {"context": ""} for x in self.log[-HISTORY_EXCHANGES:]],
             question=question,
         )

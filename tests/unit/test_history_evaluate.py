@@ -89,8 +89,10 @@ def test_simulator_answers_from_its_source_and_logs_context() -> None:
     ctx = sim.log[0].context
     assert ctx.startswith("Doctor: What brings you in?") and "38.5" in ctx and "smoke" not in ctx
     assert all("antibiotics" not in x.context for x in sim.log)  # the closing statement is hidden
-    source = llm.requests[0]["messages"][0]["content"]
+    source = llm.requests[0]["messages"][-1]["content"]
     assert "<<<SOURCE>>>" in source and "antibiotics" not in source
+    first_patient_turn = next(t.text for t in IV.turns if t.speaker == "patient")
+    assert f'"{first_patient_turn}"' in source  # the presenting complaint is quoted on its own
     # Later requests carry the simulated exchanges so far.
     assert "Have you had a fever?" in llm.requests[1]["messages"][-1]["content"]
     with pytest.raises(ValueError, match="embedder"):

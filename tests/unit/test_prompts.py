@@ -6,6 +6,7 @@ from medagent.prompts import list_prompts, load_prompt
 VARIABLES = {
     "question": "Q?",
     "options": {"A": "a", "B": "b"},
+    "complaint": "a dry cough",  # history_patient
     # annotate_* prompts (medagent.interview.annotate.llm)
     "transcript": "[0] Doctor: Q?",
     "symptom_names": ["coughing", "fever"],
