@@ -20,12 +20,32 @@ from omegaconf import DictConfig, OmegaConf
 from medagent.config import RunConfig
 from medagent.data import load_benchmark
 from medagent.eval import format_table, score
-from medagent.run import RunDir, build_manifest
+from medagent.run import RunDir, build_manifest, check_resume
 from medagent.types import Prediction, Question
 from pipelines.common import drain, log, ray_session, register_configs, setup_logging
 
 # Agent modes that search (the others call the LLM alone).
 SEARCH_MODES = frozenset({"full", "no_tools", "no_cache_prune"})
+
+# Config keys that may differ when a run dir is resumed (``medagent.run.drift`` patterns); any other
+# difference from the config in the run dir's manifest refuses the resume (``RunConfig.resume_check``).
+# They choose where and how fast the run goes, how much of it, or how it is scored (recomputed over every
+# answer at the end of each invocation), never what one question's answer is. The seed is not here.
+RESUMABLE_KEYS = frozenset(
+    {
+        "limit", "progress", "show_example", "kill_worker_once_file", "resume_check",
+        "cluster",  # a resume on another cluster is fine
+        # Path spellings differ between machines (data files are checksummed in the manifest).
+        "run_dir", "outputs_root", "data_root", "index_dir", "*.local_path",
+        "max_error_rate", "error_budget_min_n",  # raised to get past a failure: the budget message says so
+        "bootstrap_samples", "open_scoring",  # scoring only
+        # Transport and hardware knobs of the same models.
+        "llm.request_timeout_s", "llm.max_retries", "llm.api_key_env", "llm.n_threads",
+        "llm.tensor_parallel_size", "llm.pipeline_parallel_size", "agent.max_concurrency",
+        "retriever.use_gpu", "retriever.max_batch_size", "retriever.batch_wait_timeout_s",
+        "reranker.device", "reranker.batch_size",
+    }
+)  # fmt: skip
 
 # How agent workers reach a live deployment: (LLM endpoint, retriever/reranker endpoint or None), as
 # ``deploy`` returns it; ``run_suite`` deploys once and hands the same endpoints to every cell.
@@ -171,16 +191,24 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
         cfg: The run, with absolute paths (``absolute_paths``).
         endpoints: A live deployment to use (``run_suite`` deploys once for all its cells); None deploys
             what ``cfg`` needs when there is anything to answer.
+
+    Raises:
+        ConfigDriftError: ``run_dir`` holds answers made under other settings (``RESUMABLE_KEYS`` aside).
     """
     data = load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=cfg.limit, **cfg.benchmark.options)
     rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"{cfg.benchmark.name}-{cfg.agent.mode}")
+    done = rd.completed_ids()
+    previous = rd.read_json(rd.manifest)
+    # As the manifest stores it (JSON), so both sides compare alike; checked before anything is written.
+    config = json.loads(json.dumps(asdict(cfg), default=str))
+    if cfg.resume_check:
+        check_resume(previous, config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done))
     rd.write_golds(g for _, g in data.pairs)
     n_rejected = rd.write_rejected(data.rejected)
     if n_rejected:
         log.warning("%d malformed rows set aside in %s", n_rejected, rd.rejected)
-    rd.write_json(rd.manifest, build_manifest(asdict(cfg), data.files, rd.read_json(rd.manifest)))
+    rd.write_json(rd.manifest, build_manifest(config, data.files, previous))
 
-    done = rd.completed_ids()
     todo = [q for q, _ in data.pairs if q.id not in done]
     log.info(
         "%s: %d questions, %d already answered in %s, %d to go",

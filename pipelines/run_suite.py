@@ -29,9 +29,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from medagent.config import RunConfig, SuiteConfig, SuiteRunConfig
 from medagent.data import load_benchmark
-from medagent.run import RunDir
+from medagent.run import RunDir, check_resume
 from pipelines.common import log, ray_session, setup_logging
-from pipelines.run_benchmark import Endpoints, absolute_paths, deploy, uses_retrieval
+from pipelines.run_benchmark import RESUMABLE_KEYS, Endpoints, absolute_paths, deploy, uses_retrieval
 from pipelines.run_benchmark import run as run_cell
 
 SUITE_JSON = "suite.json"
@@ -64,6 +64,7 @@ def expand_sweep(sweep_params: Mapping[str, Any], overrides: Sequence[str]) -> l
     and the cells are the cartesian product in that key order. Reusing the sweeper's splitter keeps the
     cells identical to the jobs of ``run_benchmark -m``.
     """
+    # Private hydra API: pinned by hydra-core==1.3.8 in pyproject.toml; test_run_suite catches a change.
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -162,7 +163,14 @@ def is_complete(cfg: RunConfig) -> bool:
         return False  # stopped between its last answer and its scoring: run() re-scores it
     data = load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=cfg.limit, **cfg.benchmark.options)
     done = rd.completed_ids()
-    return all(q.id in done for q, _ in data.pairs)
+    if not all(q.id in done for q, _ in data.pairs):
+        return False
+    if cfg.resume_check:  # a finished cell asked for under other settings is refused, not skipped
+        config = json.loads(json.dumps(asdict(cfg), default=str))
+        check_resume(
+            rd.read_json(rd.manifest), config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done)
+        )
+    return True
 
 
 def deployment_groups(cells: Sequence[Cell]) -> list[tuple[RunConfig, list[Cell]]]:

@@ -1,14 +1,20 @@
 """Submit a medagent pipeline to a running Ray cluster as a Ray job (a thin ``ray job submit`` wrapper).
 
     python -m pipelines.submit run_suite experiment=table1_mc llm=qwen2.5-72b-instruct cluster=multi_gpu \\
-        scale=paper outputs_root=/mnt/shared/outputs data_root=/mnt/shared/data \\
-        index_dir=/mnt/shared/index/cpu_default-medcpt --address http://localhost:8265 --follow
+        scale=paper scoring=gpu reranker=gte-qwen2-7b-4bit outputs_root=/mnt/shared/outputs \\
+        data_root=/mnt/shared/data index_dir=/mnt/shared/index/cpu_default-medcpt \\
+        --address http://localhost:8265 --follow
 
 The job runs ``python -m pipelines.<name> <overrides>`` on the cluster with ``cluster/runtime_env.yaml``
 (this checkout as the working_dir, the pinned dependencies). Before anything is sent, the overrides are
 composed here against conf/ (a typo fails in a second, not after the GPUs started), the cluster config must
 join a cluster (``cluster=local`` would start a private Ray inside the job) and every path must be
 absolute, because a job's working directory is a temporary copy on one node. Nothing here starts Ray.
+
+One pipeline job at a time per cluster: every job deploys the same Serve application names and ends its
+Ray session with ``serve.shutdown()``, so two jobs on one long-lived RayCluster would tear down each other's
+deployments. ``submit`` refuses while another job there is PENDING or RUNNING (``--allow-concurrent``
+overrides); RayJobs get a cluster each, so several tables run side by side as RayJobs.
 """
 
 from __future__ import annotations
@@ -32,9 +38,16 @@ PIPELINES_DIR = REPO / "pipelines"
 RUNTIME_ENV = REPO / "cluster" / "runtime_env.yaml"
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
 # Overrides that name files or folders; on a cluster they must be absolute paths on shared storage.
+# suite.dir (run_suite's suite.json + report) and hydra.run.dir / hydra.sweep.dir (hydra's own output
+# folders, when a user moves them) would otherwise land in that temporary copy and be lost with it.
 PATH_KEYS = frozenset(
-    {"outputs_root", "run_dir", "out_dir", "index_dir", "data_root", "annotations", "out", "runs"}
-)
+    {
+        "outputs_root", "run_dir", "out_dir", "index_dir", "data_root", "annotations", "out", "runs",
+        "suite.dir", "hydra.run.dir", "hydra.sweep.dir",
+    }
+)  # fmt: skip
+# Job states in which a job still holds (or is about to deploy) the cluster's Serve applications.
+ACTIVE_STATES = frozenset({"PENDING", "RUNNING"})
 # Each pipeline must be told where to write (any one of these); the default suits run_* and analyze_*.
 WRITE_KEYS: dict[str, tuple[str, ...]] = {
     "index_corpus": ("out_dir",),
@@ -47,7 +60,7 @@ _NOT_JOBS = frozenset({"submit", "common", "serve_app", "__init__"})
 
 
 class SubmitError(ValueError):
-    """A submission refused before contacting the cluster (unknown pipeline, bad override, local path)."""
+    """A submission refused before it is sent (unknown pipeline, bad override, local path, a busy cluster)."""
 
 
 def known_pipelines() -> dict[str, str | None]:
@@ -146,6 +159,33 @@ def check_composes(pipeline: str, overrides: Sequence[str]) -> None:
         )
 
 
+def _status(job: Any) -> str:
+    status = getattr(job, "status", None)
+    return str(getattr(status, "value", status))
+
+
+def check_no_active_jobs(client: Any, address: str) -> None:
+    """Refuses to submit while another job on the cluster is PENDING or RUNNING.
+
+    Raises:
+        SubmitError: Names each active job; ``--allow-concurrent`` skips this check.
+    """
+    active = [j for j in client.list_jobs() if _status(j) in ACTIVE_STATES]
+    if not active:
+        return
+    lines = []
+    for j in active:
+        job_id = getattr(j, "submission_id", None) or getattr(j, "job_id", None) or "?"
+        what = (getattr(j, "metadata", None) or {}).get("overrides") or getattr(j, "entrypoint", "")
+        lines.append(f"  {job_id} {_status(j)}: {str(what)[:120]}")
+    raise SubmitError(
+        f"{len(active)} job(s) already active on {address}:\n" + "\n".join(lines) + "\n"
+        "Jobs on one Ray cluster share its Serve applications (same names; each job's end shuts Serve "
+        "down), so they would break each other: wait (ray job status / ray job stop), run the tables as "
+        "RayJobs (a cluster each), or pass --allow-concurrent if the other job uses no Serve application."
+    )
+
+
 def build_entrypoint(pipeline: str, overrides: Sequence[str]) -> str:
     """The job's shell command; each override is quoted, so brackets and spaces survive the shell."""
     return " ".join(["python", "-m", f"pipelines.{pipeline}", *(shlex.quote(o) for o in overrides)])
@@ -196,8 +236,9 @@ absolute on storage every node mounts; pick a cluster config that joins the clus
 
 examples:
   python -m pipelines.submit run_suite experiment=table1_mc llm=qwen2.5-72b-instruct cluster=multi_gpu \\
-      scale=paper reranker=gte-qwen2-7b-4bit outputs_root=/mnt/shared/outputs data_root=/mnt/shared/data \\
-      index_dir=/mnt/shared/index/cpu_default-medcpt --address http://localhost:8265 --follow
+      scale=paper scoring=gpu reranker=gte-qwen2-7b-4bit outputs_root=/mnt/shared/outputs \\
+      data_root=/mnt/shared/data index_dir=/mnt/shared/index/cpu_default-medcpt \\
+      --address http://localhost:8265 --follow
   python -m pipelines.submit index_corpus corpus=cpu_default embedder=medcpt cluster=multi_gpu \\
       data_root=/mnt/shared/data out_dir=/mnt/shared/index/cpu_default-medcpt --dry-run
 
@@ -227,6 +268,11 @@ Token authentication: export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN=<the cluster
     )
     parser.add_argument(
         "--allow-local-paths", action="store_true", help="accept relative paths (single-node clusters)"
+    )
+    parser.add_argument(
+        "--allow-concurrent",
+        action="store_true",
+        help="submit even while another job on the cluster is PENDING or RUNNING (they share Serve apps)",
     )
     return parser
 
@@ -265,6 +311,8 @@ def submit(
 
         client_factory = JobSubmissionClient
     client = client_factory(args.address)
+    if not args.allow_concurrent:
+        check_no_active_jobs(client, args.address)
     job_id = client.submit_job(
         entrypoint=entrypoint,
         runtime_env=runtime_env,

@@ -138,3 +138,7 @@ class RunConfig:
     # Chaos testing: when set, the first AgentWorker to finish a batch creates this file and exits abruptly
     # (once per file), as a crashed node would; Ray restarts the actor and retries the batch.
     kill_worker_once_file: str | None = None
+    # Rerunning an existing run_dir compares this config with the one in its manifest and refuses to resume
+    # when a setting that changes answers differs (pipelines.run_benchmark.RESUMABLE_KEYS lists those that
+    # may change). false resumes anyway, e.g. after a deliberate change known not to alter answers.
+    resume_check: bool = True

@@ -28,6 +28,16 @@ def test_ray_data_restarts_pool_actors_and_retries_their_batches() -> None:
     assert ctx.max_errored_blocks == 0  # a batch that fails for good fails the run, nothing dropped
 
 
-def test_the_llm_replica_is_health_checked() -> None:
+def test_the_llamacpp_llm_replica_is_health_checked() -> None:
+    """The llama.cpp deployment (CPU) sets its own health check: every 10 s, 60 s timeout."""
     opts = llm_deployment_options(ClusterConfig())
-    assert opts["health_check_period_s"] > 0 and opts["health_check_timeout_s"] > 0
+    assert opts["health_check_period_s"] == 10 and opts["health_check_timeout_s"] == 60
+
+
+def test_the_vllm_replica_relies_on_ray_serve_llms_health_check_defaults() -> None:
+    """The vLLM path (``actors/gpu_llm.vllm_llm_config``) sets no health check: ``ray.serve.llm`` applies
+    its defaults (every 10 s, 10 s timeout; env RAY_SERVE_LLM_DEFAULT_HEALTH_CHECK_*), and its
+    ``LLMServer.check_health`` asks the vLLM engine. Readable without vLLM installed."""
+    constants = pytest.importorskip("ray.llm._internal.serve.constants")
+    assert constants.DEFAULT_HEALTH_CHECK_PERIOD_S == 10
+    assert constants.DEFAULT_HEALTH_CHECK_TIMEOUT_S == 10

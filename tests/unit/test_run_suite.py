@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from medagent.config import RunConfig, SuiteRunConfig
-from medagent.run import RunDir
+from medagent.run import ConfigDriftError, RunDir
 from medagent.types import Prediction
 from pipelines.run_benchmark import absolute_paths
 from pipelines.run_suite import (
@@ -147,6 +147,11 @@ def test_complete_means_every_question_answered_then_scored(tmp_path: Path) -> N
     assert not is_complete(cfg)  # answered, but stopped before scoring
     rd.write_json(rd.metrics, {"n": 2, "accuracy": 0.5})
     assert is_complete(cfg)
+    # A finished cell asked for again under other settings is refused, never reported as done.
+    rd.write_json(rd.manifest, {"config": json.loads(json.dumps(asdict(cfg), default=str))})
+    assert is_complete(cfg)
+    with pytest.raises(ConfigDriftError, match="agent.top_r"):
+        is_complete(replace(cfg, agent=replace(cfg.agent, top_r=cfg.agent.top_r + 1)))
     cell = Cell(["benchmark=jsonl"], cfg, label="benchmark=jsonl", status="skipped", predictions=2)
     assert "1 skipped of 1 cells" in format_summary([cell])
 

@@ -7,6 +7,7 @@ import json
 import shlex
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,11 +24,15 @@ class FakeClient:
 
     instances: list[FakeClient] = []
 
-    def __init__(self, address: str, status: str = "SUCCEEDED") -> None:
+    def __init__(self, address: str, status: str = "SUCCEEDED", jobs: list[Any] | None = None) -> None:
         self.address = address
         self.status = status
+        self.jobs = jobs or []  # what list_jobs returns: JobDetails-like objects
         self.submitted: list[dict[str, Any]] = []
         FakeClient.instances.append(self)
+
+    def list_jobs(self) -> list[Any]:
+        return self.jobs
 
     def submit_job(self, **kwargs: Any) -> str:
         self.submitted.append(kwargs)
@@ -161,3 +166,52 @@ def test_extra_env_vars_and_runtime_env_file(tmp_path: Path) -> None:
     assert env == {"working_dir": str(tmp_path.resolve()), "env_vars": {"A": "1", "B": "2"}}
     with pytest.raises(submit.SubmitError, match="KEY=VALUE"):
         _run(["run_benchmark", *TABLE1[1:], "--env", "novalue"])
+
+
+def _job(status: str, submission_id: str = "raysubmit_other", **kw: Any) -> SimpleNamespace:
+    """A JobDetails stand-in; ``status`` is a str like JobStatus (a str enum)."""
+    return SimpleNamespace(status=status, submission_id=submission_id, job_id="02000000", **kw)
+
+
+@pytest.mark.parametrize("state", ["RUNNING", "PENDING"])
+def test_refuses_while_another_job_is_active(state: str) -> None:
+    other = _job(state, metadata={"overrides": "experiment=table3_ablation cluster=multi_gpu"})
+
+    def busy(address: str) -> FakeClient:
+        return FakeClient(address, jobs=[_job("SUCCEEDED", "raysubmit_old"), other])
+
+    with pytest.raises(submit.SubmitError, match="already active") as err:
+        _run(["run_suite", *TABLE1], factory=busy)
+    assert f"raysubmit_other {state}: experiment=table3_ablation" in str(err.value)
+    assert "raysubmit_old" not in str(err.value) and "--allow-concurrent" in str(err.value)
+    assert FakeClient.instances[0].submitted == []  # nothing was sent
+
+    code, _, clients = _run(["run_suite", *TABLE1, "--allow-concurrent"], factory=busy)
+    assert code == 0 and len(clients[0].submitted) == 1
+
+
+def test_job_states_are_read_from_rays_enum() -> None:
+    job_submission = pytest.importorskip("ray.job_submission")
+    assert submit._status(_job(job_submission.JobStatus.PENDING)) == "PENDING"
+
+
+def test_finished_jobs_do_not_block() -> None:
+    def idle(address: str) -> FakeClient:
+        jobs = [
+            _job(s, f"raysubmit_{s.lower()}", entrypoint="python -m x")
+            for s in ("SUCCEEDED", "FAILED", "STOPPED")
+        ]
+        return FakeClient(address, jobs=jobs)
+
+    code, _, clients = _run(["run_suite", *TABLE1], factory=idle)
+    assert code == 0 and len(clients[0].submitted) == 1
+
+
+@pytest.mark.parametrize(
+    "override", ["suite.dir=report", "hydra.run.dir=hydra-out", "hydra.sweep.dir=sweeps"]
+)
+def test_suite_and_hydra_output_dirs_must_be_absolute(override: str) -> None:
+    with pytest.raises(submit.SubmitError, match="not an absolute path"):
+        _run(["run_suite", *TABLE1, override])
+    code, _, _ = _run(["run_suite", *TABLE1, override.split("=")[0] + "=/mnt/shared/outputs/x"])
+    assert code == 0

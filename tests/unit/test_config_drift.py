@@ -1,0 +1,167 @@
+"""Resuming a run dir under other settings is refused (``medagent.run.drift``, ``run_benchmark.run``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from medagent.config import BenchmarkConfig, RunConfig
+from medagent.run import ConfigDriftError, RunDir, check_resume, config_drift
+from medagent.types import Prediction, Question
+from pipelines.run_benchmark import RESUMABLE_KEYS, run
+
+PREVIOUS = {
+    "seed": 0,
+    "limit": 20,
+    "agent": {"mode": "full", "top_r": 8, "retrieval_sources": None},
+    "reranker": {"name": "mpnet-cpu", "model": {"name": "mpnet", "local_path": None}},
+    "cluster": {"name": "local", "num_workers": 1},
+    "index_dir": "/work/outputs/index/cpu_default",
+    "open_scoring": {"embedders": [{"name": "a"}, {"name": "b"}]},
+}
+
+
+def _changed(**changes: object) -> dict[str, object]:
+    """PREVIOUS with dotted keys replaced (a deep copy)."""
+    out = json.loads(json.dumps(PREVIOUS))
+    for dotted, value in changes.items():
+        *parents, leaf = dotted.split("__")
+        node = out
+        for p in parents:
+            node = node[p]
+        node[leaf] = value
+    return out
+
+
+def test_same_config_has_no_drift() -> None:
+    assert config_drift(PREVIOUS, _changed()) == []
+
+
+def test_drift_names_nested_and_list_keys() -> None:
+    current = _changed(agent__top_r=32, reranker__name="gte-qwen2-7b-4bit", seed=1)
+    current["open_scoring"]["embedders"][1]["name"] = "c"  # type: ignore[index]
+    assert config_drift(PREVIOUS, current) == [
+        "agent.top_r",
+        "open_scoring.embedders.1.name",
+        "reranker.name",
+        "seed",
+    ]
+
+
+def test_a_key_on_one_side_only_is_drift() -> None:
+    current = _changed()
+    current["agent"]["top_k"] = 32  # type: ignore[index]
+    del current["seed"]
+    assert config_drift(PREVIOUS, current) == ["agent.top_k", "seed"]
+    assert config_drift({"x": {}}, {"x": {"a": 1}}) == ["x", "x.a"]
+
+
+def test_ignore_takes_exact_keys_subtrees_and_globs() -> None:
+    current = _changed(
+        limit=None,
+        cluster__name="multi_gpu",
+        cluster__num_workers=16,
+        index_dir="/mnt/shared/index/cpu_default",
+        reranker__model__local_path="/mnt/shared/models/mpnet",
+    )
+    assert config_drift(PREVIOUS, current) == [
+        "cluster.name",
+        "cluster.num_workers",
+        "index_dir",
+        "limit",
+        "reranker.model.local_path",
+    ]
+    assert config_drift(PREVIOUS, current, {"limit", "cluster", "index_dir", "*.local_path"}) == []
+    # A prefix of a key's name is not its parent: "agent.top" ignores neither top_r nor top_k.
+    assert config_drift(PREVIOUS, _changed(agent__top_r=32), {"agent.top"}) == ["agent.top_r"]
+
+
+def test_check_resume_needs_answers_and_a_previous_config() -> None:
+    other = _changed(seed=7)
+    check_resume(None, other, (), run_dir="/r", answered=5)  # a new run dir
+    check_resume({"config": PREVIOUS}, other, (), run_dir="/r", answered=0)  # nothing answered yet
+    check_resume({"history": []}, other, (), run_dir="/r", answered=5)  # a manifest without config
+    with pytest.raises(ConfigDriftError) as err:
+        check_resume({"config": PREVIOUS}, other, (), run_dir="/r", answered=5)
+    message = str(err.value)
+    assert "run_dir=/r already holds 5 answers" in message
+    assert "seed: 0 -> 7" in message and "another run_dir" in message and "resume_check=false" in message
+
+
+# run_benchmark.run with a fake answerer in place of Ray (it answers "A" to what it is given).
+@pytest.fixture
+def answered(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Patches the Ray part of ``run``; the list holds how many questions each call answered."""
+    import pipelines.run_benchmark as rb
+
+    calls: list[int] = []
+
+    def fake(cfg: RunConfig, todo: list[Question], rd: RunDir, endpoints: object = None) -> None:
+        calls.append(len(todo))
+        rd.append_predictions([Prediction(id=q.id, benchmark=cfg.benchmark.name, answer="A") for q in todo])
+
+    monkeypatch.setattr(rb, "_answer_with_ray", fake)
+    return calls
+
+
+def _first_run(tmp_path: Path) -> RunConfig:
+    """A run of 3 questions, every one answered (correctly); returns its config for the rerun."""
+    rows = [
+        {"id": f"q{i}", "question": f"Question {i}?", "options": {"A": "yes", "B": "no"}, "answer": "A"}
+        for i in range(3)
+    ]
+    data = tmp_path / "toy.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = RunConfig(
+        benchmark=BenchmarkConfig(name="toy", loader="jsonl", options={"path": str(data)}),
+        run_dir=str(tmp_path / "run"),
+        bootstrap_samples=10,
+        progress=False,
+        show_example=False,
+    )
+    assert run(cfg)["accuracy"] == 1.0
+    return cfg
+
+
+def test_run_resumes_when_only_resumable_keys_changed(tmp_path: Path, answered: list[int]) -> None:
+    cfg = _first_run(tmp_path)
+    cfg.limit, cfg.cluster.name, cfg.cluster.num_workers, cfg.max_error_rate = 3, "multi_gpu", 16, 0.5
+    assert run(cfg)["accuracy"] == 1.0
+    assert answered == [3]  # the rerun had nothing left to answer
+    manifest = RunDir(str(cfg.run_dir)).read_json(RunDir(str(cfg.run_dir)).manifest)
+    assert manifest["config"]["cluster"]["name"] == "multi_gpu" and len(manifest["history"]) == 2
+
+
+def test_run_refuses_a_resume_under_other_settings(tmp_path: Path, answered: list[int]) -> None:
+    cfg = _first_run(tmp_path)
+    rd = RunDir(str(cfg.run_dir))
+    before = rd.manifest.read_text(encoding="utf-8")
+    cfg.agent.top_r, cfg.reranker.name = 8, "gte-qwen2-7b-4bit"
+    with pytest.raises(ConfigDriftError, match=r"agent\.top_r: 32 -> 8[\s\S]*reranker\.name"):
+        run(cfg)
+    assert rd.manifest.read_text(encoding="utf-8") == before  # refused before anything was written
+    cfg.resume_check = False
+    assert run(cfg)["accuracy"] == 1.0
+    assert rd.read_json(rd.manifest)["config"]["reranker"]["name"] == "gte-qwen2-7b-4bit"
+
+
+def test_resumable_keys_exist_in_the_run_config() -> None:
+    """A typo in RESUMABLE_KEYS would silently check the key it meant to allow."""
+    flat = set(_flat_keys(asdict(RunConfig())))
+    for pattern in RESUMABLE_KEYS:
+        if pattern.startswith("*."):
+            continue
+        assert pattern in flat or any(k.startswith(pattern + ".") for k in flat), pattern
+
+
+def _flat_keys(d: dict[str, object], prefix: str = "") -> list[str]:
+    out = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.append(key)
+        if isinstance(v, dict):
+            out += _flat_keys(v, key + ".")
+    return out
