@@ -40,7 +40,7 @@ from medagent.history.report import (
 )
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
-from medagent.run import RunDir, build_manifest
+from medagent.run import RunDir, build_manifest, check_resume
 from pipelines.common import drain, log, ray_session, setup_logging
 
 KEY = "interview_id"
@@ -116,6 +116,18 @@ def stream_rows(
     )
     for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
         yield [json.loads(s) for s in batch["row"]]
+
+
+# Settings that may change between attempts on one run dir: where and how fast it runs, what the report
+# draws; everything that shapes an interview (agent, simulator, model, retrieval, seed) must match.
+RESUMABLE_KEYS = frozenset(
+    {
+        "limit", "progress", "cluster", "run_dir", "outputs_root", "data_root", "index_dir", "compare",
+        "timeline_interview", "max_error_rate", "error_budget_min_n", "resume_check", "*.local_path",
+        "llm.request_timeout_s", "llm.max_retries", "llm.api_key_env", "llm.n_threads",
+        "agent.max_concurrency", "eval.bertscore_*",
+    }
+)  # fmt: skip
 
 
 def endpoint_failed(row: dict[str, Any]) -> bool:
@@ -204,11 +216,13 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
         limit=cfg.limit,
     )
     rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"interviews-{cfg.interviews.name}-{cfg.agent.mode}")
-    manifest = build_manifest(
-        asdict(cfg), data.files, rd.read_json(rd.manifest), n_interviews=len(data.interviews)
-    )
-    rd.write_json(rd.manifest, manifest)
     done = rd.completed_keys(rd.interviews, KEY, endpoint_failed)
+    previous = rd.read_json(rd.manifest)
+    config = json.loads(json.dumps(asdict(cfg), default=str))  # as the manifest stores it
+    if cfg.resume_check:  # interviews run under other settings never mix into one report
+        check_resume(previous, config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done))
+    manifest = build_manifest(config, data.files, previous, n_interviews=len(data.interviews))
+    rd.write_json(rd.manifest, manifest)
     todo = [iv for iv in data.interviews if iv.id not in done]
     log.info(
         "%s: %d interviews, %d already run in %s, %d to go (agent=%s)",

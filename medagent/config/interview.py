@@ -237,3 +237,5 @@ class InterviewRunConfig:
     compare: list[str] = field(default_factory=list)
     # The interview whose phase timeline is drawn (None: the amq interview with the most turns).
     timeline_interview: str | None = None
+    # Refuse to resume a run dir whose interviews were run under other settings (medagent.run.drift).
+    resume_check: bool = True

@@ -152,3 +152,24 @@ def test_report_from_rows(tmp_path: Path) -> None:
     assert "| amq | 3 | 1 | 1 |" in text and "| single_shot |" in text and "T3: LLMError" in text
     assert "![timeline](figures/timeline.png)" in text and "ROUGE-L" in text
     assert format_table([("amq", m)]).count("\n") == 2
+
+
+def test_interview_resumable_keys_name_real_fields() -> None:
+    from dataclasses import asdict
+
+    from medagent.config import InterviewRunConfig
+    from medagent.run import config_drift
+    from pipelines.run_interviews import RESUMABLE_KEYS
+
+    fields = asdict(InterviewRunConfig())
+    for key in RESUMABLE_KEYS:
+        if "*" in key:
+            continue
+        node: object = fields
+        for part in key.split("."):
+            assert isinstance(node, dict) and part in node, key
+            node = node[part]
+    changed = asdict(InterviewRunConfig(limit=3, progress=False))
+    assert config_drift(fields, changed, RESUMABLE_KEYS) == []
+    changed["agent"]["max_turns"] = fields["agent"]["max_turns"] + 1
+    assert config_drift(fields, changed, RESUMABLE_KEYS) == ["agent.max_turns"]
