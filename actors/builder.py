@@ -112,6 +112,17 @@ def build_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> Any | None:
     raise ValueError(f"unknown llm.backend {llm.backend!r}; expected llamacpp, vllm or openai")
 
 
+def _reachable_host(http_host: str) -> str:
+    """An address workers on any node can call. ``0.0.0.0`` is where proxies listen, not an address: Serve
+    runs proxies only on nodes holding a replica, plus the controller's node, which is the head, where the
+    driver runs (``ray job submit``, KubeRay RayJob). So callers use the driver's node address."""
+    if http_host in ("0.0.0.0", "::", ""):
+        import ray.util
+
+        return str(ray.util.get_node_ip_address())
+    return http_host
+
+
 def llm_endpoint(llm: LLMConfig, cluster: ClusterConfig, app: str = LLM_APP) -> dict[str, Any]:
     """How agent workers reach the LLM: a deployment handle in-cluster, else OpenAI HTTP.
 
@@ -121,7 +132,8 @@ def llm_endpoint(llm: LLMConfig, cluster: ClusterConfig, app: str = LLM_APP) -> 
         return {"kind": "handle", "app": app, "deployment": LLM_DEPLOYMENT}
     if llm.backend == "vllm":
         # ray.serve.llm's handle API streams typed vLLM objects; its OpenAI route is the stable contract.
-        return {"kind": "http", "base_url": f"http://{cluster.http_host}:{cluster.http_port}{LLM_ROUTE}/v1"}
+        host = _reachable_host(cluster.http_host)
+        return {"kind": "http", "base_url": f"http://{host}:{cluster.http_port}{LLM_ROUTE}/v1"}
     if not llm.base_url:
         raise ValueError(f"llm {llm.name!r} has backend=openai but no base_url")
     return {"kind": "http", "base_url": llm.base_url}
