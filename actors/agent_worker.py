@@ -77,7 +77,6 @@ class AgentWorker:
                 else:
                     self.memory_banks[q.id] = new_memory(q)
                     pred = await self._agent.answer(q, memory=self.memory_banks[q.id])
-                    meters().memory_bank(self.memory_banks[q.id], mode)
                 meters().tool_calls(pred)
                 return pred
             except LLMError as exc:
@@ -87,7 +86,9 @@ class AgentWorker:
                     id=q.id, benchmark=q.benchmark, answer=INVALID, error=f"{type(exc).__name__}: {exc}"
                 )
             finally:
-                self.memory_banks.pop(q.id, None)
+                bank = self.memory_banks.pop(q.id, None)
+                if bank is not None:  # answered or failed: the bank's size when the question ended
+                    meters().memory_bank(bank, mode)
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         validate_inputs(batch)
