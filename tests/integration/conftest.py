@@ -32,6 +32,9 @@ def ray_cluster(cluster_cfg: ClusterConfig) -> Iterator[Any]:
 
     kwargs = ray_init_kwargs(cluster_cfg)
     assert os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == "0"
+    # Workers report metrics every 10 s by default; a worker pool ended sooner after its last observation
+    # may never export it. A 1 s report interval keeps test_metrics' scrape from racing the pool's end.
+    os.environ.setdefault("RAY_metrics_report_interval_ms", "1000")
     import ray
 
     ray.init(**kwargs)
