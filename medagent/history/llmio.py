@@ -8,6 +8,7 @@ model (``history_retry`` prompt) and the request retried ``max_retries`` times; 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -59,6 +60,11 @@ def require_list(obj: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
+def call_kind(tag: str) -> str:
+    """The kind of call a tag names: ``turn 3 question (onset)`` -> ``question``."""
+    return re.sub(r" \(.*\)$", "", re.sub(r"^turn \d+ ", "", tag)) or "other"
+
+
 @dataclass
 class CallLog:
     """What the model calls of one interview cost, and what went wrong (for the turn log)."""
@@ -68,12 +74,22 @@ class CallLog:
     completion_tokens: int = 0
     latency_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+    # The same figures per kind of call ("state update", "question", "patient"...): where an interview's
+    # time goes is the first thing to read when a run is slow.
+    by_tag: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def add(self, usage: Usage, latency_s: float) -> None:
+    def add(self, usage: Usage, latency_s: float, tag: str = "other") -> None:
         self.calls += 1
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
         self.latency_s += latency_s
+        t = self.by_tag.setdefault(
+            call_kind(tag), {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
+        )
+        t["calls"] += 1
+        t["prompt_tokens"] += usage.prompt_tokens
+        t["completion_tokens"] += usage.completion_tokens
+        t["latency_s"] = round(t["latency_s"] + latency_s, 3)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +97,7 @@ class CallLog:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "latency_s": round(self.latency_s, 3),
+            "by_tag": {k: dict(v) for k, v in sorted(self.by_tag.items())},
         }
 
 
@@ -116,7 +133,7 @@ async def ask_json(
             top_p=top_p,
             max_tokens=max_tokens,
         )
-        log.add(resp.usage, resp.latency_s)
+        log.add(resp.usage, resp.latency_s, tag)
         try:
             obj = parse_json_object(resp.content)
             if obj is None:

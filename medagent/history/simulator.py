@@ -99,7 +99,7 @@ class PatientSimulator:
             temperature=self.cfg.simulator_temperature,
             max_tokens=self.cfg.simulator_max_tokens,
         )
-        self.calls.add(resp.usage, resp.latency_s)
+        self.calls.add(resp.usage, resp.latency_s, "patient")
         text = " ".join(resp.content.split()).removeprefix("Patient:").removeprefix("You:").strip()
         if not text:
             self.calls.errors.append(f"simulator: empty reply to {question[:60]!r}; answered {DONT_KNOW!r}")
