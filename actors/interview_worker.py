@@ -53,6 +53,10 @@ class InterviewWorker:
         services_endpoint: Where the guideline retriever is (``actors.builder.services_endpoint``); None for
             the single-shot baseline, which retrieves nothing.
         embedder: ``ModelConfig`` of the sentence encoder as a dict (None: no semantic checks).
+        gold_diagnoses: Interview id -> annotated diagnoses (MediTOD), for the differential hit rate. They
+            go to the scorer only, never to the agent or the simulated patient.
+        data_root: Where the MediTOD ontology is (its disease lexicon canonicalises diagnoses); used only
+            with ``gold_diagnoses``.
     """
 
     def __init__(
@@ -63,6 +67,8 @@ class InterviewWorker:
         llm_endpoint: dict[str, Any],
         services_endpoint: dict[str, Any] | None = None,
         embedder: dict[str, Any] | None = None,
+        gold_diagnoses: dict[str, list[str]] | None = None,
+        data_root: str | None = None,
     ) -> None:
         self.agent_cfg: HistoryAgentConfig = to_dataclass(HistoryAgentConfig, agent)
         self.eval_cfg: InterviewEvalConfig = to_dataclass(InterviewEvalConfig, eval)
@@ -78,13 +84,26 @@ class InterviewWorker:
         retriever = retriever_for(services_endpoint) if self.agent_cfg.mode == "amq" else None
         self.agent = build_history_agent(self.agent_cfg, self.llm, retriever, self.embedder)
         self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
+        self.gold = gold_diagnoses or {}
+        self.canonical = None
+        if self.gold:
+            from medagent.interview.annotate.vocab import build_disease_lexicon
+            from medagent.interview.meditod import load_ontology
+
+            self.canonical = build_disease_lexicon(load_ontology(data_root)).names_in
 
     async def _one(self, interview: Interview) -> dict[str, Any]:
         async with self._sem:
             start = time.perf_counter()
             try:
                 row = await evaluate_interview(
-                    interview, self.agent, self.llm, self.eval_cfg, embedder=self.embedder
+                    interview,
+                    self.agent,
+                    self.llm,
+                    self.eval_cfg,
+                    embedder=self.embedder,
+                    gold_diagnoses=self.gold.get(interview.id),
+                    canonical=self.canonical,
                 )
             except LLMError as exc:
                 row = error_row(interview, self.agent_cfg.mode, self.eval_cfg, exc)

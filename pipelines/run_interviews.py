@@ -89,6 +89,15 @@ def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | No
     return llm_endpoint(cfg.llm, cfg.cluster, app=APP if local_llm else LLM_APP), services_endpoint(APP)
 
 
+def gold_kwargs(cfg: InterviewRunConfig) -> dict[str, Any]:
+    """MediTOD's annotated diagnoses for the scorer (differential hit rate); other sources have none."""
+    if cfg.interviews.source != "meditod":
+        return {}
+    from medagent.interview.meditod import gold_diagnoses
+
+    return {"gold_diagnoses": gold_diagnoses(cfg.data_root), "data_root": cfg.data_root}
+
+
 def stream_rows(
     cfg: InterviewRunConfig,
     todo: list[Interview],
@@ -111,6 +120,7 @@ def stream_rows(
             "llm_endpoint": llm_ep,
             "services_endpoint": services_ep,
             "embedder": asdict(cfg.embedder) if cfg.embedder else None,
+            **gold_kwargs(cfg),
         },
         **interview_worker_map_kwargs(cfg.cluster),
     )

@@ -53,6 +53,7 @@ TABLE_METRICS = (
     ("turns", "turns_mean", 1),
     ("blocked", "blocked_rate", 3),
     ("red-flag recall", "red_flag_recall", 3),
+    ("differential hit", "differential_hit_rate", 3),  # MediTOD (annotated diagnoses) only
     ("invalid", "invalid_rate", 3),
     ("s / interview", "seconds_mean", 0),
 )

@@ -163,3 +163,8 @@ def load_meditod(data_root: str | Path | None = None) -> list[tuple[Interview, A
         (dialog_interview(k, dialogs[k]["utterances"]), gold_annotation(k, dialogs[k]["utterances"]))
         for k in sorted(dialogs, key=lambda x: (len(x), x))
     ]
+
+
+def gold_diagnoses(data_root: str | Path | None = None) -> dict[str, list[str]]:
+    """Dialogue id -> its annotated diagnoses (the differential hit rate's gold; never shown to agents)."""
+    return {iv.id: ann.diagnoses for iv, ann in load_meditod(data_root) if ann.diagnoses}

@@ -112,12 +112,43 @@ def test_worker_records_an_endpoint_failure_as_the_rows_error() -> None:
     worker.agent_cfg, worker.eval_cfg = HistoryAgentConfig(), InterviewEvalConfig()
     worker.llm, worker.embedder, worker.agent = ScriptedChatModel(_evaluator), BagOfWordsEmbedder(), Down()  # type: ignore[assignment]
     worker._sem = asyncio.Semaphore(1)
+    worker.gold, worker.canonical = {}, None
     out = asyncio.run(worker({"id": ["T1"], "interview": [parse_transcript(TEXT, "T1").to_json()]}))
     row = json.loads(out["row"][0])
     assert out["id"] == ["T1"] and row["error"] == "LLMError: endpoint down" and row["mode"] == "amq"
     assert row["reference"]["usable"]
     with pytest.raises(ValueError, match="InterviewWorker.*interview"):
         asyncio.run(worker({"id": ["T1"]}))
+
+
+def test_worker_scores_the_differential_against_meditod_gold(data_root: Path) -> None:
+    """Gold diagnoses reach the scorer only; the ontology's disease lexicon canonicalises both sides."""
+    from actors.interview_worker import InterviewWorker
+    from medagent.interview.annotate.vocab import build_disease_lexicon
+    from medagent.interview.meditod import gold_diagnoses, load_ontology
+    from pipelines.run_interviews import gold_kwargs
+
+    gold = gold_diagnoses(data_root)
+    assert gold["317"] == ["covid-19 virus disease"] and set(gold) == {"115", "317", "407"}
+    meditod = _compose("run_interviews", "interviews=meditod_sample", f"data_root={data_root}")
+    assert gold_kwargs(meditod)["gold_diagnoses"] == gold and gold_kwargs(_compose("run_interviews")) == {}
+
+    worker = InterviewWorker.__new__(InterviewWorker)
+    worker.agent_cfg, worker.eval_cfg = HistoryAgentConfig(mode="amq", max_turns=3), InterviewEvalConfig(
+        simulator_exchanges=2
+    )
+    worker.llm, worker.embedder = ScriptedChatModel(_evaluator), BagOfWordsEmbedder()
+    worker.agent = build_history_agent(worker.agent_cfg, FakeClinician().model, FakeRetriever(), worker.embedder)
+    worker._sem = asyncio.Semaphore(1)
+    worker.canonical = build_disease_lexicon(load_ontology(data_root)).names_in
+    hits = {}
+    for gold_dx in (["covid-19 virus disease"], ["chronic bronchitis"]):  # the agent says "COVID-19"
+        worker.gold = {"T1": gold_dx}
+        out = asyncio.run(worker({"id": ["T1"], "interview": [parse_transcript(TEXT, "T1").to_json()]}))
+        rec = json.loads(out["row"][0])["record"]
+        assert rec["gold_diagnoses"] == gold_dx
+        hits[gold_dx[0]] = rec["differential_hit"]
+    assert hits == {"covid-19 virus disease": True, "chronic bronchitis": False}
 
 
 def test_report_from_rows(tmp_path: Path) -> None:
