@@ -134,11 +134,14 @@ def test_worker_scores_the_differential_against_meditod_gold(data_root: Path) ->
     assert gold_kwargs(meditod)["gold_diagnoses"] == gold and gold_kwargs(_compose("run_interviews")) == {}
 
     worker = InterviewWorker.__new__(InterviewWorker)
-    worker.agent_cfg, worker.eval_cfg = HistoryAgentConfig(mode="amq", max_turns=3), InterviewEvalConfig(
-        simulator_exchanges=2
+    worker.agent_cfg, worker.eval_cfg = (
+        HistoryAgentConfig(mode="amq", max_turns=3),
+        InterviewEvalConfig(simulator_exchanges=2),
     )
     worker.llm, worker.embedder = ScriptedChatModel(_evaluator), BagOfWordsEmbedder()
-    worker.agent = build_history_agent(worker.agent_cfg, FakeClinician().model, FakeRetriever(), worker.embedder)
+    worker.agent = build_history_agent(
+        worker.agent_cfg, FakeClinician().model, FakeRetriever(), worker.embedder
+    )
     worker._sem = asyncio.Semaphore(1)
     worker.canonical = build_disease_lexicon(load_ontology(data_root)).names_in
     hits = {}
