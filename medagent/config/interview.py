@@ -129,7 +129,7 @@ class HistoryAgentConfig:
     max_tokens_update: int = 512
     max_tokens_question: int = 96
     max_tokens_summary: int = 384
-    max_tokens_assessment: int = 640
+    max_tokens_assessment: int = 1024
     # Constrain replies with JSON schemas (set from llm.supports_json_schema by the pipeline).
     json_schema: bool = True
     # A malformed reply is retried this many times with the error shown, then handled (recorded, skipped).
