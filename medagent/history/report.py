@@ -110,6 +110,7 @@ class RunRecords:
             "skipped": len(self.skipped),
             "seconds_mean": sum(secs) / len(secs) if secs else None,
             "llm_calls_mean": sum(calls) / len(calls) if calls else None,
+            "llm_time_by_kind": time_by_kind(ok),
         }
 
 
@@ -119,6 +120,21 @@ def _calls(row: dict[str, Any]) -> int:
     return sum(
         int(u.get("calls", 0)) for u in (usage, row.get("simulator_usage") or {}, row.get("eval_usage") or {})
     )
+
+
+def time_by_kind(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean model calls, seconds and completion tokens per interview, by kind of call (question, update,
+    patient, fidelity judge...): where an interview's time goes. Rows without ``by_tag`` add nothing."""
+    total: dict[str, dict[str, float]] = {}
+    for row in rows:
+        usages = ((row.get("result") or {}).get("usage"), row.get("simulator_usage"), row.get("eval_usage"))
+        for usage in usages:
+            for kind, u in ((usage or {}).get("by_tag") or {}).items():
+                t = total.setdefault(kind, {"calls": 0.0, "latency_s": 0.0, "completion_tokens": 0.0})
+                for k in t:
+                    t[k] += float(u.get(k, 0))
+    n = max(len(rows), 1)
+    return {k: {m: round(v / n, 2) for m, v in t.items()} for k, t in sorted(total.items())}
 
 
 def write_csv(run: RunRecords, path: Path) -> None:
@@ -260,6 +276,21 @@ def write_report(
             f"**Physician**: {example.reference}",
             "",
         ]
+    timing = [(r.label, m.get("llm_time_by_kind") or {}) for r, m in zip(runs, metrics, strict=True)]
+    if any(t for _, t in timing):
+        lines += [
+            "## Model time per interview, by kind of call",
+            "",
+            "Means per interview (agent, simulated patient and evaluation calls; seconds include queueing).",
+            "",
+            "| run | call | calls | seconds | completion tokens |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {label} | {kind} | {u['calls']:.1f} | {u['latency_s']:.1f} | {u['completion_tokens']:.0f} |"
+            for label, t in timing
+            for kind, u in t.items()
+        ] + [""]
     lines += ["## Metrics", "", (evaluate.__doc__ or "").split("\n", 2)[-1].strip(), ""]
     text = "\n".join(lines)
     path.write_text(text, encoding="utf-8")

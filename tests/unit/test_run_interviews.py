@@ -167,6 +167,10 @@ def test_report_from_rows(tmp_path: Path) -> None:
     assert m["n"] == 3 and m["errors"] == 1 and m["skipped"] == 1 and m["bertscore_f1"] == 0.8
     assert m["turns_mean"] == 3 and m["seconds_mean"] == 1.5 and m["llm_calls_mean"] > 3
     assert base.metrics()["turns_mean"] == 1
+    # Where the time goes: per kind of call, means over the 2 scored interviews (the failed one adds nothing).
+    by_kind = m["llm_time_by_kind"]
+    assert {"question", "update", "patient", "fidelity judge", "red flags", "assessment"} <= set(by_kind)
+    assert by_kind["fidelity judge"]["calls"] == 3 and by_kind["patient"]["calls"] == 3  # one per answer
 
     write_csv(amq, tmp_path / "interviews.csv")
     with open(tmp_path / "interviews.csv", encoding="utf-8") as f:
@@ -185,6 +189,7 @@ def test_report_from_rows(tmp_path: Path) -> None:
     )
     assert "| amq | 3 | 1 | 1 |" in text and "| single_shot |" in text and "T3: LLMError" in text
     assert "![timeline](figures/timeline.png)" in text and "ROUGE-L" in text
+    assert "| amq | update | 3.0 |" in text and "| single_shot | single-shot summary | 1.0 |" in text
     assert format_table([("amq", m)]).count("\n") == 2
 
 
