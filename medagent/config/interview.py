@@ -159,7 +159,7 @@ class InterviewEvalConfig:
     judge_max_tokens: int = 128
     # Reference red flags: LLM extraction from the full transcript, in chunks of this many estimated tokens.
     red_flag_chunk_tokens: int = 1500
-    red_flag_max_tokens: int = 192
+    red_flag_max_tokens: int = 256  # each flag comes with a short quote
     # Reference (the physician's closing statement): medagent.history.reference.
     closing_min_words: int = 12
     closing_min_total_words: int = 15

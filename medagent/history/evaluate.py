@@ -26,7 +26,7 @@ from typing import Any
 
 from medagent.config import InterviewEvalConfig
 from medagent.history.agent import InterviewResult
-from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list
+from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list, string
 from medagent.history.redundancy import TextEmbedder, redundant_share
 from medagent.history.reference import Reference, render_turns
 from medagent.history.simulator import fidelity_shares
@@ -91,8 +91,31 @@ class BertScorer:
         return [float(x) for x in f.tolist()]
 
 
+def quote_supports(quote: str, patient_lines: Sequence[str]) -> bool:
+    """Whether ``quote`` is the patient's own, affirmed words: its word tokens occur contiguously in one of
+    ``patient_lines`` and no negation or uncertainty scope (NegEx-style, ``annotate.matcher``) covers them
+    there ("no blood when I cough" does not support haemoptysis)."""
+    from medagent.interview.annotate.matcher import Mention, polarity, tokenize, trigger_scopes
+
+    want = [t for t in tokenize(quote) if t[0].isalnum()]
+    if len(want) < 2 or any(kind != "pseudo" for *_, kind in trigger_scopes(want)):
+        return False
+    for line in patient_lines:
+        toks = tokenize(line)
+        words = [i for i, t in enumerate(toks) if t[0].isalnum()]
+        for k in range(len(words) - len(want) + 1):
+            if [toks[i] for i in words[k : k + len(want)]] == want:
+                span = Mention(words[k], words[k + len(want) - 1] + 1, (), quote)
+                if polarity(span, trigger_scopes(toks)) == "positive":
+                    return True
+    return False
+
+
 class RedFlagExtractor:
-    """Reference red flags: an LLM reads the full transcript in chunks and names the red flags present."""
+    """Reference red flags: an LLM reads the full transcript in chunks and names the red flags present,
+    each with the patient's words that show it; a flag whose quote is not the patient's affirmed words in
+    that chunk (``quote_supports``) is dropped and recorded. Without that check the 1.5B CPU model named
+    3-8 of the 8 flags in every RES transcript (session 4), which made red-flag recall meaningless."""
 
     def __init__(
         self, llm: ChatModel, red_flags: dict[str, str], cfg: InterviewEvalConfig, *, json_schema: bool = True
@@ -102,18 +125,18 @@ class RedFlagExtractor:
         self.cfg = cfg
         self.json_schema = json_schema
 
-    def _parse(self, obj: dict[str, Any]) -> list[str]:
-        return [str(f) for f in require_list(obj, "red_flags") if f in self.red_flags]
+    def _parse(self, obj: dict[str, Any]) -> list[tuple[str, str]]:
+        out = []
+        for f in require_list(obj, "red_flags"):
+            if isinstance(f, dict) and f.get("id") in self.red_flags:
+                out.append((str(f["id"]), str(f.get("quote") or "")))
+        return out
 
     async def extract(self, interview: Interview, log: CallLog) -> list[str]:
         from medagent.interview.annotate.llm import chunk_turns
 
-        fmt = json_format(
-            "red_flags",
-            obj_schema(
-                {"red_flags": array({"type": "string", "enum": list(self.red_flags)}, len(self.red_flags))}
-            ),
-        )
+        flag = obj_schema({"id": {"type": "string", "enum": list(self.red_flags)}, "quote": string(200)})
+        fmt = json_format("red_flags", obj_schema({"red_flags": array(flag, len(self.red_flags))}))
         found: list[str] = []
         for chunk in chunk_turns(interview.turns, self.cfg.red_flag_chunk_tokens):
             flags, _ = await ask_json(
@@ -127,7 +150,14 @@ class RedFlagExtractor:
                 response_format=fmt if self.json_schema else None,
                 max_tokens=self.cfg.red_flag_max_tokens,
             )
-            found.extend(f for f in flags or [] if f not in found)
+            patient = [t.text for t in chunk if t.speaker == "patient"]
+            for fid, quote in flags or []:
+                if not quote_supports(quote, patient):
+                    log.errors.append(
+                        f"red flags: {fid} dropped, {quote[:80]!r} is not the patient's affirmed words"
+                    )
+                elif fid not in found:
+                    found.append(fid)
         return found
 
 

@@ -16,6 +16,7 @@ from medagent.history.evaluate import (
     differential_hit,
     interview_record,
     lcs_length,
+    quote_supports,
     rouge_l,
 )
 from medagent.history.llmio import CallLog
@@ -129,17 +130,49 @@ def test_fidelity_judge_invalid_after_retries() -> None:
     assert asyncio.run(judge.judge(sim.log[0], CallLog())) == "invalid"
 
 
-def test_red_flag_extractor_reads_chunks() -> None:
+def test_red_flag_extractor_keeps_flags_the_patient_affirms_in_their_own_words() -> None:
     replies = [
-        completion('{"red_flags": ["haemoptysis", "invented"]}'),
-        completion('{"red_flags": ["haemoptysis"]}'),
+        # invented id; a doctor's words; a denied symptom; then the patient's own affirmed words
+        completion(
+            '{"red_flags": [{"id": "invented", "quote": "a dry cough"}, '
+            '{"id": "haemoptysis", "quote": "Any blood when you cough"}, '
+            '{"id": "weight_loss", "quote": "lost weight"}]}'
+        ),
+        completion('{"red_flags": [{"id": "haemoptysis", "quote": "A little blood this morning"}]}'),
     ]
     cfg = InterviewEvalConfig(red_flag_chunk_tokens=40)
     llm = ScriptedChatModel(lambda body: replies[min(len(llm.requests) - 1, 1)])
     ext = RedFlagExtractor(llm, HistoryAgentConfig().red_flags, cfg)
-    assert asyncio.run(ext.extract(IV, CallLog())) == ["haemoptysis"]
+    log = CallLog()
+    assert asyncio.run(ext.extract(IV, log)) == ["haemoptysis"]
     assert len(llm.requests) > 1  # chunked
     assert "haemoptysis: coughing up blood" in llm.requests[0]["messages"][0]["content"]
+    dropped = [e for e in log.errors if "dropped" in e]
+    assert any("'Any blood when you cough'" in e for e in dropped) and any(
+        "weight_loss" in e for e in dropped
+    )
+
+
+@pytest.mark.parametrize(
+    ("quote", "ok"),
+    [
+        ("A little blood this morning", True),
+        ("little blood", True),  # any contiguous run of the patient's words, case and punctuation aside
+        ("blood", False),  # one word is not evidence
+        ("Any blood when you cough", False),  # the doctor's words
+        ("blood in my phlegm", False),  # not said
+        ("no blood", False),  # a negated quote
+        ("coughing up blood", False),  # said, but denied: "I'm not coughing up blood"
+        ("maybe some night sweats", False),  # uncertain
+    ],
+)
+def test_quote_supports(quote: str, ok: bool) -> None:
+    patient = [
+        "A little blood this morning.",
+        "No, I'm not coughing up blood now.",
+        "Maybe some night sweats.",
+    ]
+    assert quote_supports(quote, patient) is ok
 
 
 class _FakeBert:
@@ -182,7 +215,7 @@ def _evaluator_llm(body: dict[str, Any]) -> dict[str, Any]:
     if name == "fidelity":
         return completion('{"label": "supported", "rationale": "in the source"}')
     if name == "red_flags":
-        return completion('{"red_flags": ["haemoptysis"]}')
+        return completion('{"red_flags": [{"id": "haemoptysis", "quote": "a little blood this morning"}]}')
     assert name is None, name
     return completion(
         "A little blood this morning." if "blood" in json.dumps(body) else "I have a dry cough."

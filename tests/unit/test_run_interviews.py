@@ -71,7 +71,7 @@ def _evaluator(body: dict[str, Any]) -> dict[str, Any]:
     if name == "fidelity":
         return completion('{"label": "supported", "rationale": "in the source"}')
     if name == "red_flags":
-        return completion('{"red_flags": ["haemoptysis"]}')
+        return completion('{"red_flags": [{"id": "haemoptysis", "quote": "a little blood this morning"}]}')
     return completion("A little blood this morning." if "blood" in json.dumps(body) else "A dry cough.")
 
 
