@@ -12,8 +12,11 @@ which slot it actually asks about. A malformed reply falls back to the slot's pl
 **Redundancy.** Each proposal goes through ``RedundancyChecker``; a blocked question is recorded
 (``Blocked`` event) and replaced: first the model rephrases it once for the same slot (told why it was
 blocked), then the next eligible slot is tried (a slot whose question was blocked twice is skipped for this
-turn), for at most ``1 + max_replacements`` proposals per turn. If none passes, no question is asked and
-the interview finishes.
+turn), for at most ``1 + max_replacements`` proposals per turn. A replacement that repeats a question
+already refused this turn, or drifts back to a skipped slot, is swapped for the target slot's plain
+question: the 1.5B CPU model returned the same refused question four times in a row and ended interviews
+after 3-4 turns (session 4, RES0006 and RES0010). If none passes, no question is asked and the interview
+finishes.
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ def fallback_question(slot: str, state: InterviewState) -> str:
         return SLOT_BY_NAME[slot].question
     top = state.differential[0].diagnosis if state.differential else "this"
     return f"Is there anything else you have noticed that could be related to {top}?"
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def candidate_slots(state: InterviewState, rules: Rules, skip: set[str]) -> list[str]:
@@ -139,15 +146,23 @@ class QuestionPolicy:
             return Proposal(events, q)
         skip: set[str] = set()
         last_blocked: dict[str, BlockedQuestion] = {}
+        refused: set[str] = set()
         for _ in range(1 + self.cfg.max_replacements):
             targets = candidate_slots(state, self.rules, skip)
             if not targets:
                 break
             slot = targets[0]
             text, about = await self._phrase(state, slot, last_blocked.get(slot), log)
+            if _key(text) in refused or about in skip:
+                log.errors.append(
+                    f"turn {state.turn} question ({slot}): the model repeated a refused question; "
+                    "the slot's plain question was asked instead"
+                )
+                text, about = fallback_question(slot, state), slot
             verdict = self.checker.check(state, text, about)
             if verdict.ok:
                 return Proposal(events, AskedQuestion(state.turn, text, about, state.phase.value))
+            refused.add(_key(text))
             blocked = BlockedQuestion(state.turn, text, about, str(verdict.reason), verdict.similar_to)
             event = Blocked(blocked)
             events.append(event)

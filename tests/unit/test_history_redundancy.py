@@ -82,20 +82,31 @@ def test_blocked_question_is_replaced_and_counted(override: dict[str, str], reas
     assert calls == ["onset", "onset"] and result.turns[1].slot == "onset"
 
 
-def test_rephrase_then_next_slot_then_give_up() -> None:
+def test_a_repeated_refused_question_is_replaced_by_the_slots_plain_question() -> None:
     prompts: list[str] = []
 
     def always_repeat(slot: str, user: str) -> dict[str, str]:
         prompts.append(user)
         return {"question": "Hello, what brings you in today?", "slot": slot}
 
-    result = _run(FakeClinician(question_override=always_repeat), max_turns=5, max_replacements=3)
+    result = _run(FakeClinician(question_override=always_repeat), max_turns=3, max_replacements=3)
     s = result.final_state
-    assert len(s.blocked) == 4 and all(b.reason == "verbatim" for b in s.blocked)
-    assert [b.slot for b in s.blocked] == ["onset", "onset", "duration", "duration"]
     assert "was refused (verbatim)" in prompts[1] and "was refused" not in prompts[0]
+    # Turn 1: refused once, then the model repeats it: "onset"'s own question is asked instead.
+    assert [b.slot for b in s.blocked if b.turn == 1] == ["onset"] and s.asked[1].text == "When did it start?"
+    assert all(b.reason == "verbatim" for b in s.blocked) and result.n_turns == 3
+    assert any("repeated a refused question" in e for e in result.errors)
+
+
+def test_rephrase_then_next_slot_then_give_up() -> None:
+    def always_repeat(slot: str, user: str) -> dict[str, str]:
+        return {"question": "Hello, what brings you in today?", "slot": slot}
+
+    # No replacement allowed: the one refused proposal ends the interview.
+    result = _run(FakeClinician(question_override=always_repeat), max_turns=5, max_replacements=0)
+    assert [b.reason for b in result.final_state.blocked] == ["verbatim"]
     assert result.finish_reason == "no acceptable question left" and result.n_turns == 1
-    assert result.to_dict()["blocked"] == 4
+    assert result.to_dict()["blocked"] == 1
 
 
 def test_redundant_share_and_cosine() -> None:
