@@ -103,10 +103,11 @@ def quote_supports(quote: str, patient_lines: Sequence[str]) -> bool:
     for line in patient_lines:
         toks = tokenize(line)
         words = [i for i, t in enumerate(toks) if t[0].isalnum()]
+        scopes = trigger_scopes(toks)
         for k in range(len(words) - len(want) + 1):
             if [toks[i] for i in words[k : k + len(want)]] == want:
                 span = Mention(words[k], words[k + len(want) - 1] + 1, (), quote)
-                if polarity(span, trigger_scopes(toks)) == "positive":
+                if polarity(span, scopes) == "positive":
                     return True
     return False
 

@@ -27,7 +27,7 @@ from typing import Any
 from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, require_str
 from medagent.history.phases import Rules, eligible_slots
 from medagent.history.preprocess import render_differential, slot_table
-from medagent.history.redundancy import RedundancyChecker
+from medagent.history.redundancy import RedundancyChecker, normalise_text
 from medagent.history.state import (
     NO_SLOT,
     SLOT_BY_NAME,
@@ -69,10 +69,6 @@ def fallback_question(slot: str, state: InterviewState) -> str:
         return SLOT_BY_NAME[slot].question
     top = state.differential[0].diagnosis if state.differential else "this"
     return f"Is there anything else you have noticed that could be related to {top}?"
-
-
-def _key(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 def candidate_slots(state: InterviewState, rules: Rules, skip: set[str]) -> list[str]:
@@ -153,16 +149,16 @@ class QuestionPolicy:
                 break
             slot = targets[0]
             text, about = await self._phrase(state, slot, last_blocked.get(slot), log)
-            if _key(text) in refused or about in skip:
+            if normalise_text(text) in refused or about in skip:
                 log.errors.append(
-                    f"turn {state.turn} question ({slot}): the model repeated a refused question; "
+                    f"turn {state.turn} question ({slot}): the model repeated a refused question or slot; "
                     "the slot's plain question was asked instead"
                 )
                 text, about = fallback_question(slot, state), slot
             verdict = self.checker.check(state, text, about)
             if verdict.ok:
                 return Proposal(events, AskedQuestion(state.turn, text, about, state.phase.value))
-            refused.add(_key(text))
+            refused.add(normalise_text(text))
             blocked = BlockedQuestion(state.turn, text, about, str(verdict.reason), verdict.similar_to)
             event = Blocked(blocked)
             events.append(event)
