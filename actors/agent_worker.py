@@ -64,6 +64,7 @@ class AgentWorker:
             **services_for(self.services_endpoint),
             "json_schema": self.llm_cfg.supports_json_schema,
             "tool_calls": self.llm_cfg.tool_calls,
+            "tool_choice": self.llm_cfg.tool_choice,
         }
         return build_agent(self.agent_cfg, llm, services)
 

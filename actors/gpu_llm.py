@@ -1,7 +1,9 @@
-"""GPU LLM serving through Ray's own ``ray.serve.llm`` (vLLM). Imported only when ``llm.backend=vllm``.
+"""LLM serving through Ray's own ``ray.serve.llm`` (vLLM). Imported only when ``llm.backend=vllm``.
 
-``ray.serve.llm`` raises ImportError without vllm (the ``gpu`` extra), so nothing else imports this
-module. Model facts (TP size, context length, tool parser) come from ``conf/llm/*.yaml``.
+``ray.serve.llm`` raises ImportError without vllm (the ``gpu`` extra on a cluster, the vLLM CPU tier of
+``make setup`` here), so nothing else imports this module. Model facts (TP size, context length, tool
+parser) come from ``conf/llm/*.yaml``; where each worker of a replica runs (its bundle: GPUs on a GPU
+cluster, CPUs on the CPU tier) comes from ``conf/cluster/*.yaml``. The two tiers share every line here.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from medagent.config import ClusterConfig, LLMConfig
+from medagent.models import ModelNotFoundError, resolve_model
 
 
 def vllm_llm_config(llm: LLMConfig, cluster: ClusterConfig) -> Any:
@@ -18,8 +21,35 @@ def vllm_llm_config(llm: LLMConfig, cluster: ClusterConfig) -> Any:
     return ServeLLMConfig(**vllm_llm_kwargs(llm, cluster))
 
 
-def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig) -> dict[str, Any]:
-    """The ``ray.serve.llm.LLMConfig`` arguments (plain data: testable where vllm is not installed)."""
+def model_source(llm: LLMConfig) -> str:
+    """What vLLM loads: an explicit local path, else the PyPI-shipped copy (materialised once into the
+    driver's model cache), else the hub id, which vLLM downloads on the LLM node itself (a 72B model must
+    not pass through the driver).
+
+    Raises:
+        ValueError: No source is configured.
+        ModelNotFoundError: A local path or PyPI copy is configured, missing, and there is no hub id.
+    """
+    spec = llm.model.spec()
+    if spec.local_path or spec.pypi:
+        try:
+            return str(resolve_model(spec, allow_hub=False))
+        except ModelNotFoundError:
+            if not spec.hub_id:
+                raise
+    if spec.hub_id:
+        return spec.hub_id
+    raise ValueError(
+        f"llm {llm.name!r}: set model.local_path, model.pypi or model.hub_id for the vllm backend"
+    )
+
+
+def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None = None) -> dict[str, Any]:
+    """The ``ray.serve.llm.LLMConfig`` arguments (plain data: testable where vllm is not installed).
+
+    Args:
+        source: What vLLM loads; None resolves it (``model_source``).
+    """
     engine_kwargs: dict[str, Any] = {
         "tensor_parallel_size": llm.tensor_parallel_size,
         "pipeline_parallel_size": llm.pipeline_parallel_size,
@@ -30,12 +60,10 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig) -> dict[str, Any]:
         # Native tool calls (Qwen2.5 uses the hermes format) instead of JSON in the text.
         engine_kwargs.setdefault("enable_auto_tool_choice", True)
         engine_kwargs.setdefault("tool_call_parser", llm.tool_call_parser)
-    source = llm.model.local_path or llm.model.hub_id
-    if not source:
-        raise ValueError(f"llm {llm.name!r}: set model.hub_id or model.local_path for the vllm backend")
     extra: dict[str, Any] = {
         "placement_group_config": {
-            "bundle_per_worker": {"GPU": 1, **cluster.llm_resources},
+            # One bundle per TP x PP worker; llm_resources pins them to the LLM node group.
+            "bundle_per_worker": {**(cluster.llm_bundle or {"GPU": 1.0}), **cluster.llm_resources},
             "strategy": cluster.llm_placement_strategy,
         }
     }
@@ -43,7 +71,10 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig) -> dict[str, Any]:
         extra["accelerator_type"] = cluster.llm_accelerator_type
     return dict(
         **extra,
-        model_loading_config={"model_id": llm.served_name, "model_source": source},
+        model_loading_config={
+            "model_id": llm.served_name,
+            "model_source": source if source is not None else model_source(llm),
+        },
         engine_kwargs=engine_kwargs,
         deployment_config={
             "autoscaling_config": {
@@ -51,12 +82,27 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig) -> dict[str, Any]:
                 "max_replicas": cluster.llm_replicas,
             },
             "max_ongoing_requests": cluster.llm_max_ongoing_requests,
+            # As the CPU LLM (actors.builder.llm_deployment_options): one access-log line per call drowns
+            # the driver's output; Serve's metrics still count every request.
+            "logging_config": {"enable_access_log": False},
         },
     )
+
+
+def vllm_app_args(llm: LLMConfig, cluster: ClusterConfig, source: str | None = None) -> dict[str, Any]:
+    """``build_openai_app``'s builder config: the model plus the OpenAI ingress's own resources (Serve's
+    default, a whole CPU, would leave no room for the engine on a small node)."""
+    return {
+        "llm_configs": [vllm_llm_kwargs(llm, cluster, source)],
+        "ingress_deployment_config": {
+            "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus},
+            "logging_config": {"enable_access_log": False},
+        },
+    }
 
 
 def build_vllm_app(llm: LLMConfig, cluster: ClusterConfig) -> Any:
     """The OpenAI-compatible application (ingress + vLLM server) for ``serve.run``."""
     from ray.serve.llm import build_openai_app
 
-    return build_openai_app({"llm_configs": [vllm_llm_config(llm, cluster)]})
+    return build_openai_app(vllm_app_args(llm, cluster))

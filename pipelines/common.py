@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
 
 from actors.builder import ray_init_kwargs
-from medagent.config import ClusterConfig, RunConfig
+from medagent.config import ClusterConfig, LLMConfig, RunConfig
 
 log = logging.getLogger("medagent")
 
@@ -91,3 +92,52 @@ def ray_session(cluster: ClusterConfig) -> Iterator[Any]:
 
                 serve.shutdown()
             ray.shutdown()
+
+
+# Where the running LLM application's config fingerprint is kept (Ray's internal KV, cluster-wide).
+_LLM_APP_KEY = b"medagent/llm_app_fingerprint"
+
+
+def _llm_fingerprint(llm: LLMConfig, cluster: ClusterConfig) -> bytes:
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    blob = json.dumps({"llm": asdict(llm), "cluster": asdict(cluster)}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest().encode()
+
+
+def run_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> bool:
+    """Serves ``llm`` alone as the LLM application (``actors.builder.LLM_APP``); returns False when there is
+    nothing to serve (an external endpoint).
+
+    An LLM application already RUNNING from the same LLM and cluster config is kept: ``serve.run`` gives
+    every deployment a new random version, so running it again would restart the engine (minutes for a
+    large model) between pipelines that share a cluster, or between the cells of a suite.
+    """
+    from ray import serve
+    from ray.experimental import internal_kv
+
+    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, serve_start_kwargs
+
+    app = build_llm_app(llm, cluster)
+    if app is None:
+        return False
+    serve.start(**serve_start_kwargs(cluster))
+    fingerprint = _llm_fingerprint(llm, cluster)
+    status = serve.status().applications.get(LLM_APP)
+    if (
+        status is not None
+        and status.status == "RUNNING"
+        and internal_kv._internal_kv_get(_LLM_APP_KEY) == fingerprint
+    ):
+        log.info("LLM %s: reusing the running application %s", llm.name, LLM_APP)
+        return True
+    start = time.perf_counter()
+    serve.run(app, name=LLM_APP, route_prefix=LLM_ROUTE)
+    internal_kv._internal_kv_put(_LLM_APP_KEY, fingerprint, overwrite=True)
+    log.info(
+        "LLM %s served in %.1fs at http://%s:%d%s",
+        llm.name, time.perf_counter() - start, cluster.http_host, cluster.http_port, LLM_ROUTE,
+    )  # fmt: skip
+    return True

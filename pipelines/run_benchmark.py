@@ -22,7 +22,7 @@ from medagent.data import load_benchmark
 from medagent.eval import format_table, score
 from medagent.run import RunDir, build_manifest, check_resume
 from medagent.types import Prediction, Question
-from pipelines.common import drain, log, ray_session, register_configs, setup_logging
+from pipelines.common import drain, log, ray_session, register_configs, run_llm_app, setup_logging
 
 # Agent modes that search (the others call the LLM alone).
 SEARCH_MODES = frozenset({"full", "no_tools", "no_cache_prune"})
@@ -58,19 +58,9 @@ def uses_retrieval(cfg: RunConfig) -> bool:
 
 def deploy_llm(cfg: RunConfig) -> dict[str, Any]:
     """Deploys the LLM application alone (none for an external endpoint); returns how to reach it."""
-    from ray import serve
+    from actors.builder import llm_endpoint
 
-    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, llm_endpoint, serve_start_kwargs
-
-    app = build_llm_app(cfg.llm, cfg.cluster)
-    if app is not None:
-        serve.start(**serve_start_kwargs(cfg.cluster))
-        start = time.perf_counter()
-        serve.run(app, name=LLM_APP, route_prefix=LLM_ROUTE)
-        log.info(
-            "LLM %s served in %.1fs at http://%s:%d%s",
-            cfg.llm.name, time.perf_counter() - start, cfg.cluster.http_host, cfg.cluster.http_port, LLM_ROUTE,
-        )  # fmt: skip
+    run_llm_app(cfg.llm, cfg.cluster)
     return llm_endpoint(cfg.llm, cfg.cluster)
 
 
@@ -86,8 +76,6 @@ def deploy(cfg: RunConfig) -> Endpoints:
     from actors.builder import (
         APP,
         LLM_APP,
-        LLM_ROUTE,
-        build_llm_app,
         build_serving_app,
         llm_endpoint,
         serve_start_kwargs,
@@ -106,9 +94,7 @@ def deploy(cfg: RunConfig) -> Endpoints:
         )
     local_llm = cfg.llm.backend == "llamacpp"
     if not local_llm:
-        vllm_app = build_llm_app(cfg.llm, cfg.cluster)
-        if vllm_app is not None:
-            serve.run(vllm_app, name=LLM_APP, route_prefix=LLM_ROUTE)
+        run_llm_app(cfg.llm, cfg.cluster)  # vLLM (ray.serve.llm's own application), or nothing
     serve.run(
         build_serving_app(
             cfg.llm if local_llm else None, cfg.retriever, cfg.reranker, cfg.index_dir, cfg.cluster

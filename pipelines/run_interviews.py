@@ -41,7 +41,7 @@ from medagent.history.report import (
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.run import RunDir, build_manifest, check_resume
-from pipelines.common import drain, log, ray_session, setup_logging
+from pipelines.common import drain, log, ray_session, run_llm_app, setup_logging
 
 KEY = "interview_id"
 
@@ -57,8 +57,6 @@ def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | No
     from actors.builder import (
         APP,
         LLM_APP,
-        LLM_ROUTE,
-        build_llm_app,
         build_serving_app,
         llm_endpoint,
         serve_start_kwargs,
@@ -77,9 +75,7 @@ def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | No
     start = time.perf_counter()
     local_llm = cfg.llm.backend == "llamacpp"
     if not local_llm:
-        vllm_app = build_llm_app(cfg.llm, cfg.cluster)
-        if vllm_app is not None:
-            serve.run(vllm_app, name=LLM_APP, route_prefix=LLM_ROUTE)
+        run_llm_app(cfg.llm, cfg.cluster)  # vLLM (ray.serve.llm's own application), or nothing
     app = build_serving_app(cfg.llm if local_llm else None, cfg.retriever, None, cfg.index_dir, cfg.cluster)
     serve.run(app, name=APP, route_prefix="/")
     log.info(

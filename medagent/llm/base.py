@@ -76,6 +76,7 @@ class ChatModel(Protocol):
         messages: list[dict[str, Any]],
         *,
         tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
         response_format: dict[str, Any] | None = None,
         temperature: float = 0.0,
         top_p: float = 1.0,
@@ -89,13 +90,19 @@ def build_request(
     messages: list[dict[str, Any]],
     *,
     tools: list[dict[str, Any]] | None = None,
+    tool_choice: str | None = None,
     response_format: dict[str, Any] | None = None,
     temperature: float = 0.0,
     top_p: float = 1.0,
     max_tokens: int = 512,
     seed: int | None = None,
 ) -> dict[str, Any]:
-    """Builds the OpenAI request body shared by every backend."""
+    """Builds the OpenAI request body shared by every backend.
+
+    ``tool_choice`` goes out only with ``tools``: ``"required"`` makes vLLM decode the reply under the
+    tools' schemas (guided decoding), so even a small model returns real ``tool_calls``; ``"auto"`` leaves
+    the choice to the model and the server's tool-call parser.
+    """
     body: dict[str, Any] = {
         "model": model,
         "messages": messages,
@@ -105,6 +112,8 @@ def build_request(
     }
     if tools:
         body["tools"] = tools
+        if tool_choice:
+            body["tool_choice"] = tool_choice
     if response_format:
         body["response_format"] = response_format
     if seed is not None:
@@ -170,6 +179,7 @@ class CompletionChatModel:
         messages: list[dict[str, Any]],
         *,
         tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
         response_format: dict[str, Any] | None = None,
         temperature: float = 0.0,
         top_p: float = 1.0,
@@ -180,6 +190,7 @@ class CompletionChatModel:
             self.model,
             messages,
             tools=tools,
+            tool_choice=tool_choice,
             response_format=response_format,
             temperature=temperature,
             top_p=top_p,

