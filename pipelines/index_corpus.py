@@ -2,8 +2,11 @@
 
 Three steps, each resumable:
   1. chunk  -- per source, Ray Data read -> ``normalize_batch`` -> ``chunk_batch`` (order preserved); the
-               driver commits fixed-size chunk blocks, parents and rejected records. Skipped for a source
-               whose ``_SUCCESS.json`` exists (and whose data files are unchanged).
+               driver commits fixed-size chunk blocks, parents and rejected records. Files a reader declares
+               (``ctx.bulk``: MedRAG JSONL/parquet, local or on the hub) are streamed by Ray Data; other
+               sources go through their reader's iterator in windows of ``ITER_WINDOW`` records. ``limit``
+               keeps the first N accepted documents. Skipped for a source whose ``_SUCCESS.json`` exists
+               (and whose data files are unchanged).
   2. embed  -- one Ray Data row per missing shard -> ``map_batches(EmbedWorker, ActorPoolStrategy)``
                (each actor reads and encodes whole shards); the driver writes shard k atomically once all
                its vectors arrived.
