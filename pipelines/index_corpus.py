@@ -2,8 +2,11 @@
 
 Three steps, each resumable:
   1. chunk  -- per source, Ray Data read -> ``normalize_batch`` -> ``chunk_batch`` (order preserved); the
-               driver commits fixed-size chunk blocks, parents and rejected records. Skipped for a source
-               whose ``_SUCCESS.json`` exists (and whose data files are unchanged).
+               driver commits fixed-size chunk blocks, parents and rejected records. Files a reader declares
+               (``ctx.bulk``: MedRAG JSONL/parquet, local or on the hub) are streamed by Ray Data; other
+               sources go through their reader's iterator in windows of ``ITER_WINDOW`` records. ``limit``
+               keeps the first N accepted documents. Skipped for a source whose ``_SUCCESS.json`` exists
+               (and whose data files are unchanged).
   2. embed  -- one Ray Data row per missing shard -> ``map_batches(EmbedWorker, ActorPoolStrategy)``
                (each actor reads and encodes whole shards); the driver writes shard k atomically once all
                its vectors arrived.
@@ -18,8 +21,9 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -75,30 +79,36 @@ def _check_job(cfg: IndexJobConfig, layout: IndexLayout) -> str:
 
 
 # Step 1: read, normalize, chunk -----------------------------------------------------------------------
-def _source_dataset(cfg: IndexJobConfig, opened: Any) -> Any:
-    """The raw records of one source as a Ray Dataset with a JSON ``record`` column."""
+# Records per Ray Dataset when a source is read through its reader's iterator (XML full text, MedQuAD...):
+# the driver holds one window at a time, so a large source does not sit in its memory whole.
+ITER_WINDOW = 20_000
+
+
+def _source_datasets(opened: Any) -> Iterator[Any]:
+    """The raw records of one source as Ray Datasets with a JSON ``record`` column, in record order: one
+    for a bulk source, one per ``ITER_WINDOW`` records for an iterator source."""
     import ray.data
 
     from medagent.retrieval.corpus import columns_to_records, record_rows
 
     bulk = opened.bulk
     if bulk is None:
-        return ray.data.from_items(list(record_rows(opened.records)))
+        rows = record_rows(opened.records)
+        while window := list(islice(rows, ITER_WINDOW)):
+            yield ray.data.from_items(window)
+        return
+    # Read lazily and in parallel, local files or the hub's (bulk.filesystem): Ray Data streams blocks with
+    # back-pressure, so memory stays bounded. No ``ds.limit``: ``limit`` counts accepted documents, which
+    # only ChunkSink knows; the caller stops iterating once the sink is full.
     if bulk.format == "jsonl":
-        ds = ray.data.read_text(list(bulk.paths)).map_batches(
+        yield ray.data.read_text(list(bulk.paths), filesystem=bulk.filesystem).map_batches(
             lambda b: {"record": b["text"], "row": [-1] * len(b["text"]), "error": [""] * len(b["text"])}
         )
     elif bulk.format == "parquet":
-        ds = ray.data.read_parquet(list(bulk.paths)).map_batches(columns_to_records)  # type: ignore[arg-type]  # ray stubs want numpy batches; we ask for dicts
+        ds = ray.data.read_parquet(list(bulk.paths), filesystem=bulk.filesystem)
+        yield ds.map_batches(columns_to_records)  # type: ignore[arg-type]  # ray stubs want numpy batches; we ask for dicts
     else:
-        import datasets
-
-        hub = bulk.hub
-        ds = ray.data.from_huggingface(
-            datasets.load_dataset(hub["repo_id"], split=hub["split"], revision=hub["revision"])
-        )
-        ds = ds.map_batches(columns_to_records)  # type: ignore[arg-type]
-    return ds.limit(cfg.limit) if cfg.limit is not None else ds
+        raise ValueError(f"source {opened.name}: unknown bulk format {bulk.format!r}")
 
 
 def chunk_sources(
@@ -145,21 +155,22 @@ def chunk_sources(
         options = ray.data.DataContext.get_current().execution_options
         # Chunk ordinals (hence shard membership) follow the source's record order.
         options.preserve_order = True
+        sink = ChunkSink(layout, src.name, cfg.shard_size, seen, cfg.limit)
         try:
-            ds = (
-                _source_dataset(cfg, opened)
-                .map_batches(
+            for raw in _source_datasets(opened):
+                ds = raw.map_batches(
                     normalize_batch, fn_kwargs={"source": src.name}, **prepare_map_kwargs(cfg.cluster)
-                )
-                .map_batches(
+                ).map_batches(
                     chunk_batch,
                     fn_kwargs={"chunking": asdict(cfg.corpus.chunking)},
                     **prepare_map_kwargs(cfg.cluster),
                 )
-            )
-            sink = ChunkSink(layout, src.name, cfg.shard_size, seen)
-            for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-                sink.add(batch)
+                for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+                    sink.add(batch)
+                    if sink.full:  # `limit` accepted documents are in: stop reading the source
+                        break
+                if sink.full:
+                    break
         finally:
             options.preserve_order = False
         stats[src.name] = sink.finish(opened.files)

@@ -35,7 +35,8 @@ RESUMABLE_KEYS = frozenset(
     {
         "limit", "progress", "show_example", "kill_worker_once_file", "resume_check",
         "cluster",  # a resume on another cluster is fine
-        # Path spellings differ between machines (data files are checksummed in the manifest).
+        # Path spellings differ between machines (data files are checksummed in the manifest; the index by
+        # its manifest's checksum, ``index_fingerprint``, which is not resumable).
         "run_dir", "outputs_root", "data_root", "index_dir", "*.local_path",
         "max_error_rate", "error_budget_min_n",  # raised to get past a failure: the budget message says so
         "bootstrap_samples", "open_scoring",  # scoring only
@@ -54,6 +55,19 @@ Endpoints = tuple[dict[str, Any], dict[str, Any] | None]
 
 def uses_retrieval(cfg: RunConfig) -> bool:
     return cfg.agent.mode in SEARCH_MODES
+
+
+def run_config(cfg: RunConfig) -> dict[str, Any]:
+    """The config as the run's manifest records it and as a resume is checked against (JSON, so both sides
+    compare alike). A searching run adds its index's fingerprint (``index_fingerprint``: the checksum of
+    ``index_dir/manifest.json``): ``index_dir`` is a path whose spelling may change between machines
+    (``RESUMABLE_KEYS``), the index it names may not."""
+    from medagent.retrieval.fingerprint import index_fingerprint
+
+    config: dict[str, Any] = json.loads(json.dumps(asdict(cfg), default=str))
+    if uses_retrieval(cfg):
+        config["index_fingerprint"] = index_fingerprint(cfg.index_dir)
+    return config
 
 
 def deploy_llm(cfg: RunConfig) -> dict[str, Any]:
@@ -185,8 +199,7 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
     rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"{cfg.benchmark.name}-{cfg.agent.mode}")
     done = rd.completed_ids()
     previous = rd.read_json(rd.manifest)
-    # As the manifest stores it (JSON), so both sides compare alike; checked before anything is written.
-    config = json.loads(json.dumps(asdict(cfg), default=str))
+    config = run_config(cfg)  # checked before anything is written
     if cfg.resume_check:
         check_resume(previous, config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done))
     rd.write_golds(g for _, g in data.pairs)
@@ -195,6 +208,14 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
         log.warning("%d malformed rows set aside in %s", n_rejected, rd.rejected)
     rd.write_json(rd.manifest, build_manifest(config, data.files, previous))
 
+    searched = None
+    if uses_retrieval(cfg):
+        from medagent.retrieval.fingerprint import describe_search
+
+        # Which sources the agent searches and how big each is: an index whose source was all rejected
+        # (the demo's MedQuAD once) is visible here, not only in the quality of the cited evidence.
+        searched = describe_search(config["index_fingerprint"], cfg.agent.retrieval_sources)
+        log.info("index %s: searching %s", cfg.index_dir, searched)
     todo = [q for q, _ in data.pairs if q.id not in done]
     log.info(
         "%s: %d questions, %d already answered in %s, %d to go",
@@ -228,8 +249,12 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
             seed=cfg.seed,
         )
         print(_format_open_ended(result["open_ended"]))
+    if searched is not None:
+        result["index"] = {"dir": cfg.index_dir, "searched": searched}
     rd.write_json(rd.metrics, result)
     print("\n" + format_table([metrics]))
+    if searched is not None:
+        print(f"\nsearched {cfg.index_dir}: {searched}")
     if cfg.show_example:
         _print_example(rd, data.pairs)
     print(f"\nrun directory: {rd.root}")

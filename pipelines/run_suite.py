@@ -31,7 +31,14 @@ from medagent.config import RunConfig, SuiteConfig, SuiteRunConfig
 from medagent.data import load_benchmark
 from medagent.run import RunDir, check_resume
 from pipelines.common import log, ray_session, setup_logging
-from pipelines.run_benchmark import RESUMABLE_KEYS, Endpoints, absolute_paths, deploy, uses_retrieval
+from pipelines.run_benchmark import (
+    RESUMABLE_KEYS,
+    Endpoints,
+    absolute_paths,
+    deploy,
+    run_config,
+    uses_retrieval,
+)
 from pipelines.run_benchmark import run as run_cell
 
 SUITE_JSON = "suite.json"
@@ -165,8 +172,8 @@ def is_complete(cfg: RunConfig) -> bool:
     done = rd.completed_ids()
     if not all(q.id in done for q, _ in data.pairs):
         return False
-    if cfg.resume_check:  # a finished cell asked for under other settings is refused, not skipped
-        config = json.loads(json.dumps(asdict(cfg), default=str))
+    if cfg.resume_check:  # a finished cell asked for under other settings (or index) is refused, not skipped
+        config = run_config(cfg)
         check_resume(
             rd.read_json(rd.manifest), config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done)
         )

@@ -43,12 +43,17 @@ BLOCK_COLUMNS = ("id", "doc_id", "parent_id", "title", "content", "source", "n")
 def job_identity(cfg: IndexJobConfig) -> dict[str, Any]:
     """What the chunks and vectors of an index folder depend on (the index kind is not part of it: a
     folder can be re-indexed as flat, IVF-PQ or HNSW from the same shards)."""
-    return {
+    identity: dict[str, Any] = {
         "corpus": asdict(cfg.corpus),
         "embedder": embedder_identity(cfg.embedder),
         "shard_size": cfg.shard_size,
         "limit": cfg.limit,
     }
+    if cfg.limit is not None:
+        # `limit` used to count records read, now accepted documents: a folder built the old way holds other
+        # chunks under the same limit, so it must not pass for this job (full indexes keep their identity).
+        identity["limit_counts"] = "accepted documents"
+    return identity
 
 
 def fingerprint(identity: dict[str, Any]) -> str:
@@ -78,11 +83,23 @@ class ChunkSink:
         source: Source label.
         block_size: Chunks per block (= ``shard_size``).
         seen_doc_ids: Document ids already taken (shared across sources, updated here).
+        limit: Keep at most this many documents (``IndexJobConfig.limit``: it counts accepted documents,
+            not records read); ``full`` turns true at the first row of the document after them, and every
+            later row is ignored, so the caller can stop reading.
     """
 
-    def __init__(self, layout: IndexLayout, source: str, block_size: int, seen_doc_ids: set[str]) -> None:
+    def __init__(
+        self,
+        layout: IndexLayout,
+        source: str,
+        block_size: int,
+        seen_doc_ids: set[str],
+        limit: int | None = None,
+    ) -> None:
         self.layout, self.source, self.block_size = layout, source, block_size
         self.seen = seen_doc_ids
+        self.limit = limit
+        self.full = limit is not None and limit <= 0
         self.stats = SourceChunkStats(source)
         self._chunks: list[dict[str, Any]] = []
         self._parents: list[dict[str, Any]] = []
@@ -99,11 +116,16 @@ class ChunkSink:
         cols = {k: list(batch[k]) for k in ("kind", "id", "doc_id", "parent_id", "title", "content", "source",
                                              "n", "row", "error", "raw")}  # fmt: skip
         for i in range(n):
+            if self.full:
+                return
             kind, doc_id = cols["kind"][i], cols["doc_id"][i]
             if kind == "rejected":
                 self._reject(cols["error"][i], cols["row"][i], cols["id"][i] or None, cols["raw"][i])
                 continue
             if doc_id != self._current:  # first row of the next document (rows of a document are contiguous)
+                if self.limit is not None and self.stats.documents >= self.limit:
+                    self.full = True
+                    return
                 self._current = doc_id
                 if doc_id in self.seen:
                     self._dropping = doc_id

@@ -150,7 +150,8 @@ class IndexJobConfig:
         data_root: Data folder for relative source paths (default: ``$MEDAGENT_DATA``, else ../shared/data).
         shard_size: Chunks per embedding shard. Shard k holds chunks ``[k*shard_size, (k+1)*shard_size)``
             of its source, so a rerun knows which shards are done.
-        limit: Read at most this many records per source (trial runs, tests).
+        limit: Keep the first this-many *accepted* documents of each source (trial runs, tests, the demo);
+            rejected records are still read, set aside and counted, but do not use up the limit.
         stop_after_shards: Stop after writing this many new shards, leaving the job unfinished (tests of
             resumption; ``None`` runs to the end).
         progress: Ray Data progress bars.

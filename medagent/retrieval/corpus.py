@@ -19,7 +19,6 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -89,14 +88,17 @@ class BulkSpec:
     """Files (or a hub dataset) that Ray Data may read in parallel instead of through the iterator.
 
     Attributes:
-        format: ``jsonl`` (one MedRAG-style record per line), ``parquet`` or ``hf`` (a hub dataset).
-        paths: Files, in reading order (``jsonl`` / ``parquet``).
-        hub: ``{"repo_id", "split", "revision"}`` for ``hf``.
+        format: ``jsonl`` (one MedRAG-style record per line) or ``parquet``.
+        paths: Files, in reading order.
+        hub: ``{"repo_id", "revision"}`` when the files are a hub repository's (for logs).
+        filesystem: The fsspec filesystem the paths belong to (the hub's ``HfFileSystem``); ``None`` for
+            local paths.
     """
 
     format: str
     paths: tuple[str, ...] = ()
     hub: dict[str, Any] = field(default_factory=dict)
+    filesystem: Any = None
 
 
 @dataclass
@@ -158,9 +160,17 @@ def register_reader(name: str) -> Callable[[Reader], Reader]:
     return decorator
 
 
+# Modules whose readers register on import (they import this module for the decorator, hence lazily).
+BUILTIN_READER_MODULES = (
+    "medagent.retrieval.readers",
+    "medagent.retrieval.medrag",
+    "medagent.retrieval.jats",
+)
+
+
 def _ensure_builtin() -> None:
-    # Lazy: readers.py imports this module for the decorator.
-    importlib.import_module("medagent.retrieval.readers")
+    for module in BUILTIN_READER_MODULES:
+        importlib.import_module(module)
 
 
 def list_readers() -> list[str]:
@@ -187,7 +197,9 @@ def open_source(
         cfg: The source's name, reader and reader options.
         data_root: Folder for relative paths; found with ``resolve_data_root`` when ``None``. Hub readers
             work without one.
-        limit: Read at most this many records.
+        limit: Stop once this many records were *accepted* by ``normalize_record`` (rejected ones pass
+            through and are counted, but do not use up the limit: a trial index of MedQuAD must hold
+            answers even though its first subsets ship none).
 
     Raises:
         KeyError: Unknown reader (the message lists the registered ones).
@@ -205,8 +217,21 @@ def open_source(
     ctx = ReadContext(data_root=root, source=cfg.name)
     records = _READERS[cfg.reader](ctx, **dict(cfg.options))
     if limit is not None:
-        records = islice(records, limit)
+        records = accepted_first(records, cfg.name, limit)
     return OpenedSource(cfg.name, records, list(ctx.files), ctx.bulk)
+
+
+def accepted_first(records: Iterator[RawRecord], source: str, limit: int) -> Iterator[RawRecord]:
+    """``records`` up to and including the ``limit``-th one that ``normalize_record`` accepts."""
+    accepted = 0
+    if limit <= 0:
+        return
+    for rec in records:
+        yield rec
+        if isinstance(normalize_record(source, rec), Document):
+            accepted += 1
+            if accepted >= limit:
+                return
 
 
 def clean_text(value: str) -> str:

@@ -1,14 +1,15 @@
-"""Built-in source readers (registered on import). Each reshapes one format into candidate documents
-``{id, title, content, parent_id}``; checking is left to ``medagent.retrieval.corpus.normalize_record``.
+"""Readers of the local sources and ClinicalTrials.gov (registered on import; MedRAG-style files, the hub
+corpora and NEJM are in ``medrag``, PMC and Bookshelf full text in ``jats``). Each reshapes one format into
+candidate documents ``{id, title, content, parent_id}``; checking is left to
+``medagent.retrieval.corpus.normalize_record``.
 
 Ids are stable and unique across sources: the local sources prefix theirs (``medquad:``, ``pubmedqa:``,
-``bioasq:``, ``nct:``); MedRAG-style records keep their own ids (``pubmed23n0001_0``, ...), which are
+``bioasq:``, ``nct:``, ``pmc:``, ``book:``, ``nejm:``); MedRAG-style records keep their own ids (``pubmed23n0001_0``, ...), which are
 already unique per corpus. Paths are relative to the data root (see each data folder's ``SOURCE.md``).
 """
 
 from __future__ import annotations
 
-import codecs
 import gzip
 import hashlib
 import json
@@ -19,7 +20,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from medagent.retrieval.corpus import BulkSpec, RawRecord, ReadContext, register_reader
+from medagent.retrieval.corpus import RawRecord, ReadContext, register_reader
+from medagent.retrieval.medrag import iter_jsonl
 
 _PMID = re.compile(r"(\d+)\s*$")
 
@@ -169,87 +171,6 @@ def read_bioasq_snippets(
                     digest = hashlib.sha1(key[1].encode("utf-8")).hexdigest()[:12]
                     data = {"id": f"bioasq:{pmid}:{digest}", "title": "", "content": text}
                     yield RawRecord(row, {**data, "parent_id": f"pubmed:{pmid}"})
-
-    return records()
-
-
-# MedRAG-style files and hub corpora -------------------------------------------------------------------
-def iter_jsonl(path: Path, start_row: int = 0) -> Iterator[RawRecord]:
-    """One record per non-blank line; a line that is not UTF-8 or not JSON becomes a rejected record."""
-    with path.open("rb") as fh:
-        for line_no, line in enumerate(fh, start_row + 1):
-            if line_no == start_row + 1 and line.startswith(codecs.BOM_UTF8):
-                line = line[len(codecs.BOM_UTF8) :]
-            if not line.strip():
-                continue
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield RawRecord(
-                    line_no, line[:200].decode("utf-8", "replace"), f"not UTF-8 (byte {exc.start})"
-                )
-                continue
-            try:
-                yield RawRecord(line_no, json.loads(text))
-            except json.JSONDecodeError as exc:
-                yield RawRecord(line_no, text, f"invalid JSON ({exc.msg}, column {exc.colno})")
-
-
-@register_reader("medrag_files")
-def read_medrag_files(ctx: ReadContext, path: str, format: str | None = None) -> Iterator[RawRecord]:
-    """MedRAG-style ``{id, title, content}`` records from JSONL or parquet files (a file or a folder).
-
-    MedRAG's own ``contents`` (title + content, for BM25) is used only when ``content`` is absent.
-
-    Args:
-        path: A file, or a folder searched recursively for ``*.jsonl`` / ``*.parquet``.
-        format: ``jsonl`` or ``parquet``; inferred from the file names when ``None``.
-    """
-    patterns = {"jsonl": ("*.jsonl", "*.json"), "parquet": ("*.parquet",), None: ("*.jsonl", "*.parquet")}
-    if format not in patterns:
-        raise ValueError(f"medrag_files: format must be jsonl or parquet, got {format!r}")
-    files = ctx.glob(path, patterns[format])
-    fmt = format or ("parquet" if files[0].suffix == ".parquet" else "jsonl")
-    ctx.bulk = BulkSpec(fmt, tuple(str(f) for f in files))
-
-    def records() -> Iterator[RawRecord]:
-        row = 0
-        for file in files:
-            if fmt == "jsonl":
-                for rec in iter_jsonl(file, row):
-                    row = rec.row or row
-                    yield rec
-                continue
-            import pyarrow.parquet as pq
-
-            for batch in pq.ParquetFile(file).iter_batches():
-                for rec in batch.to_pylist():
-                    row += 1
-                    yield RawRecord(row, rec)
-
-    return records()
-
-
-@register_reader("medrag_hub")
-def read_medrag_hub(
-    ctx: ReadContext, repo_id: str, split: str = "train", revision: str | None = None
-) -> Iterator[RawRecord]:
-    """A MedRAG corpus on the Hugging Face hub (``MedRAG/pubmed``, ``MedRAG/textbooks``,
-    ``MedRAG/wikipedia``), streamed with ``datasets`` (the ``hub`` extra; imported only here).
-
-    MedRAG does not host StatPearls snippets (licence): build them with MedRAG's script and read them with
-    ``medrag_files``.
-    """
-    ctx.bulk = BulkSpec("hf", hub={"repo_id": repo_id, "split": split, "revision": revision})
-
-    def records() -> Iterator[RawRecord]:
-        try:
-            import datasets
-        except ImportError as exc:  # a clear hint beats a bare ImportError deep in a pipeline
-            raise ImportError("medrag_hub needs the hub extra: pip install -e '.[hub]'") from exc
-        ds = datasets.load_dataset(repo_id, split=split, revision=revision, streaming=True)
-        for row, rec in enumerate(ds, 1):
-            yield RawRecord(row, dict(rec))
 
     return records()
 

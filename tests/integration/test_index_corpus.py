@@ -138,3 +138,54 @@ def test_malformed_records_are_set_aside_and_counted(
         {"q": "vitamin C deficiency bleeding gums"}, top_k=1, sources=["mine"]
     )
     assert list(hits["q"]) == ["ok1#0"]
+
+
+def _hub_copy(root: Path, data_root: Path, n: int = 80, shards: int = 3) -> Path:
+    """A local copy of a MedRAG hub repository (``chunk/*.jsonl``) holding real PubMedQA abstracts as
+    MedRAG snippets, plus one malformed line; read by ``medrag_hub`` exactly as the hub's files are."""
+    data = json.loads((data_root / "pubmedqa_pqal" / "ori_pqal.json").read_text(encoding="utf-8"))
+    rows = [
+        {
+            "id": f"PMID{pmid}_0",
+            "title": rec["QUESTION"],
+            "content": " ".join(rec["CONTEXTS"]),
+            "contents": f"{rec['QUESTION']}. {' '.join(rec['CONTEXTS'])}",
+            "PMID": pmid,
+        }  # fmt: skip
+        for pmid, rec in list(data.items())[:n]
+    ]
+    (root / "chunk").mkdir(parents=True)
+    per = -(-n // shards)
+    for k in range(shards):
+        lines = [json.dumps(r) for r in rows[k * per : (k + 1) * per]]
+        if k == 1:
+            lines.insert(3, '{"id": "cut off')
+        (root / "chunk" / f"pubmed23n{k + 1:04d}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+def test_an_interrupted_hub_corpus_index_resumes_to_the_same_index(
+    ray_cluster: Any, cluster_cfg: ClusterConfig, tmp_path: Path, data_root: Path
+) -> None:
+    """corpus=medrag_pubmed through Ray Data's streaming JSONL read (the bulk path); ``limit`` keeps the
+    first 60 accepted snippets even though Ray Data reads ahead."""
+    repo = _hub_copy(tmp_path / "MedRAG-pubmed", data_root)
+    hub = ("corpus=medrag_pubmed", f"+corpus.sources.0.options.url={repo}", "limit=60", "shard_size=12")
+    fresh = run(_cfg(tmp_path / "fresh", data_root, cluster_cfg, *hub))
+    pubmed = fresh["sources"]["pubmed"]
+    assert (pubmed["documents"], pubmed["rejected"]) == (60, 1) and pubmed["chunks"] >= 60
+    assert pubmed["rejected_by_reason"] == {"invalid JSON (JSONDecodeError)": 1}
+    shards_total = fresh["timings"]["embed"]["shards_total"]
+    assert shards_total >= 5
+
+    partial = run(_cfg(tmp_path / "resumed", data_root, cluster_cfg, *hub, "stop_after_shards=2"))
+    assert partial["complete"] is False
+    resumed = run(_cfg(tmp_path / "resumed", data_root, cluster_cfg, *hub))
+    assert resumed["complete"] and resumed["timings"]["embed"]["shards_embedded"] == shards_total - 2
+    assert resumed["totals"] == fresh["totals"]
+    ids_a, vec_a = _vectors(IndexLayout(tmp_path / "fresh"), "pubmed")
+    ids_b, vec_b = _vectors(IndexLayout(tmp_path / "resumed"), "pubmed")
+    assert ids_a == ids_b and np.array_equal(vec_a, vec_b)
+    assert ids_a[0] == "PMID21645374_0#0"  # the hub files' order, first file first
+    a, b = Searcher(tmp_path / "fresh"), Searcher(tmp_path / "resumed")
+    assert a.search(QUERIES, top_k=5, mode="bm25") == b.search(QUERIES, top_k=5, mode="bm25")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 
@@ -165,3 +167,50 @@ def _flat_keys(d: dict[str, object], prefix: str = "") -> list[str]:
         if isinstance(v, dict):
             out += _flat_keys(v, key + ".")
     return out
+
+
+def _index(root: Path, text: str) -> Path:
+    from tests.unit._retrieval_fakes import build_tiny_index
+
+    build_tiny_index(root, {"notes": [{"id": "n1", "title": "Scurvy", "content": text}]})
+    return root
+
+
+def test_a_resume_against_another_index_is_refused_but_a_moved_index_is_not(
+    tmp_path: Path, answered: list[int]
+) -> None:
+    index_a = _index(tmp_path / "index_a", "Vitamin C deficiency causes bleeding gums.")
+    cfg = _first_run_searching(tmp_path, index_a)
+    rd = RunDir(str(cfg.run_dir))
+    recorded = rd.read_json(rd.manifest)["config"]["index_fingerprint"]
+    manifest_bytes = (index_a / "manifest.json").read_bytes()
+    assert recorded["manifest_sha256"] == hashlib.sha256(manifest_bytes).hexdigest()
+    assert recorded["chunks"] == {"notes": 1}
+
+    # The same index at another path (another machine's mount): the path spelling is resumable.
+    moved = tmp_path / "mnt" / "shared" / "index_a"
+    shutil.copytree(index_a, moved)
+    cfg.index_dir = str(moved)
+    assert run(cfg)["accuracy"] == 1.0 and answered == [3, 3]  # nothing re-answered
+
+    # Another index under the first one's path: refused, naming the fingerprint's keys.
+    index_b = _index(tmp_path / "index_b", "Vitamin D deficiency in children causes rickets. " * 20)
+    shutil.rmtree(moved)
+    shutil.copytree(index_b, moved)
+    before = rd.manifest.read_text(encoding="utf-8")
+    with pytest.raises(ConfigDriftError) as err:
+        run(cfg)
+    message = str(err.value)
+    assert (
+        "index_fingerprint.manifest_sha256" in message and "index_fingerprint.chunks.notes: 1 -> " in message
+    )
+    assert "index_dir" not in message.split("Differing keys")[1]  # the path itself is not what differs
+    assert rd.manifest.read_text(encoding="utf-8") == before and answered == [3, 3]
+
+
+def _first_run_searching(tmp_path: Path, index_dir: Path) -> RunConfig:
+    """``_first_run`` with a searching agent over ``index_dir`` (the fake answerer needs no retriever)."""
+    cfg = _first_run(tmp_path)  # standalone: recorded without a fingerprint
+    cfg.agent.mode, cfg.index_dir, cfg.run_dir = "full", str(index_dir), str(tmp_path / "searching")
+    assert run(cfg)["accuracy"] == 1.0
+    return cfg

@@ -17,7 +17,15 @@ from pipelines.index_corpus import register_index_configs
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 register_index_configs()
-NEEDS_PATH = {"medrag_statpearls", "medrag_files", "clinicaltrials", "guidelines_parent_child"}
+NEEDS_PATH = {
+    "medrag_statpearls",
+    "medrag_files",
+    "clinicaltrials",
+    "guidelines_parent_child",
+    "pmc_oa",
+    "bookshelf",
+    "nejm",
+}
 
 
 def _compose(*overrides: str) -> IndexJobConfig:
@@ -74,3 +82,21 @@ def test_embedding_resources_come_from_the_cluster_config() -> None:
     assert embed_worker_map_kwargs(gpu)["num_gpus"] == 1.0
     assert embed_worker_constructor_kwargs(gpu)["threads"] is None
     assert prepare_map_kwargs(ClusterConfig())["num_cpus"] < 1
+
+
+def test_paper_six_is_seed_a_s_six_sources_with_a_registered_reader_each() -> None:
+    from medagent.retrieval.corpus import list_readers
+
+    cfg = _compose("corpus=paper_six", "embedder=specter", "index=ivfpq")
+    names = [s.name for s in cfg.corpus.sources]
+    assert names == ["pubmed", "pmc", "textbooks", "clinicaltrials", "nejm", "wikipedia"]
+    assert {s.reader for s in cfg.corpus.sources} <= set(list_readers())
+    # Chunks stay below the encoder's 512-token window (~0.7 words per WordPiece token).
+    assert cfg.corpus.chunking.size / 0.7 < cfg.embedder.max_seq_length  # type: ignore[operator]
+
+
+def test_a_limited_job_is_not_the_job_of_an_older_folder_built_with_the_same_limit() -> None:
+    """`limit` now counts accepted documents; a folder whose job.json predates that must be refused."""
+    limited = job_identity(_compose("limit=1500"))
+    assert limited["limit_counts"] == "accepted documents"
+    assert "limit_counts" not in job_identity(_compose())  # full indexes keep their fingerprint

@@ -52,7 +52,8 @@ def test_medquad_answers_become_documents_with_unique_ids(data_root: Path) -> No
 
 
 def test_medquad_pairs_without_answers_are_rejected_as_empty(data_root: Path) -> None:
-    out = _normalized(SourceConfig("medquad", "medquad_xml", {"subsets": ["MPlus_ADAM"]}), data_root, 5)
+    opened = open_source(SourceConfig("medquad", "medquad_xml", {"subsets": ["MPlus_ADAM"]}), data_root)
+    out = [normalize_record("medquad", r) for r in islice(opened.records, 5)]
     assert [r.reason for r in out if isinstance(r, RejectedRecord)] == ["empty content"] * 5
     assert all(isinstance(r, RejectedRecord) and r.id and r.id.startswith("medquad:10-") for r in out)
 
@@ -185,3 +186,15 @@ def test_unknown_reader_and_missing_files_fail_before_reading(tmp_path: Path) ->
 def test_limit_stops_reading_early(data_root: Path) -> None:
     opened = open_source(SourceConfig("pubmedqa", "pubmedqa", {}), data_root, limit=3)
     assert len(list(islice(opened.records, 10))) == 3
+
+
+def test_limit_counts_accepted_records_so_medquad_keeps_answers(data_root: Path) -> None:
+    """MedQuAD's archive starts with subsets whose answers were removed upstream: a limit that counted
+    records read gave an index without a single MedQuAD answer (the demo's, issue 17)."""
+    opened = open_source(SourceConfig("medquad", "medquad_xml", {}), data_root, limit=20)
+    out = [normalize_record("medquad", r) for r in opened.records]
+    docs = [d for d in out if isinstance(d, Document)]
+    assert len(docs) == 20 and all(d.content for d in docs)
+    assert isinstance(out[-1], Document)  # reading stopped at the 20th accepted record
+    # Whatever was rejected on the way is still there, with its reason, to be counted.
+    assert {r.reason for r in out if isinstance(r, RejectedRecord)} <= {"empty content"}
