@@ -12,9 +12,13 @@
 * **Red-flag recall** ``|agent ∩ reference| / |reference|`` where the reference red flags are what an LLM
   extracts from the full transcript (``RedFlagExtractor``, same red-flag list as the agent); None when the
   transcript has none, and for the single-shot baseline, which keeps no red-flag state (left out of the mean).
-* **Differential hit** (MediTOD gold diagnoses only): 1 when any diagnosis of the agent's differential
-  matches a gold diagnosis after canonicalisation (the ontology's disease lexicon when given, else
-  normalised text equality or containment).
+* **Differential hit**: 1 when any diagnosis of the agent's differential matches a gold diagnosis after
+  canonicalisation (the ontology's disease lexicon when given, else normalised text equality or
+  containment). Gold: MediTOD's annotated diagnoses where they exist; on every other interview the
+  diagnoses the physician states in the full transcript, found by the lexicon annotator
+  (``LexiconAnnotator.diagnoses``: diseases of the MediTOD ontology named with a diagnostic cue or in the
+  closing turns; ``add_physician_hits``, at the driver, scorer only). Interviews where it finds none are
+  left out (``differential_n`` counts the others).
 """
 
 from __future__ import annotations
@@ -82,7 +86,9 @@ class BertScorer:
         from medagent.models import resolve_model
 
         path = resolve_model(cfg.bertscore_model.spec())
-        return cls(str(path), cfg.bertscore_num_layers, cfg.bertscore_batch_size, device)
+        return cls(
+            str(path), cfg.bertscore_num_layers, cfg.bertscore_batch_size, device or cfg.bertscore_device
+        )
 
     def score(self, predictions: Sequence[str], references: Sequence[str]) -> list[float]:
         if not predictions:
@@ -183,6 +189,40 @@ def differential_hit(
             if f in gold_forms or any(f in g or g in f for g in gold_forms if min(len(f), len(g)) >= 4):
                 return True
     return False
+
+
+def physician_diagnoses(
+    interviews: Sequence[Interview], data_root: str | None = None
+) -> dict[str, list[str]]:
+    """Interview id -> the diagnoses its physician states, by the lexicon annotator (module docstring)."""
+    from medagent.interview.annotate.lexicon import LexiconAnnotator
+    from medagent.interview.meditod import load_ontology
+
+    annotator = LexiconAnnotator.from_ontology(load_ontology(data_root))
+    return {iv.id: dx for iv in interviews if (dx := annotator.diagnoses(iv))}
+
+
+def disease_canonical(data_root: str | None = None) -> Callable[[str], list[str]]:
+    """``text -> canonical disease names`` of the ontology's disease lexicon (matches synonyms)."""
+    from medagent.interview.annotate.vocab import build_disease_lexicon
+    from medagent.interview.meditod import load_ontology
+
+    return build_disease_lexicon(load_ontology(data_root)).names_in  # type: ignore[no-any-return]
+
+
+def add_physician_hits(
+    records: Sequence[InterviewRecord],
+    gold: dict[str, list[str]],
+    canonical: Callable[[str], list[str]] | None = None,
+) -> int:
+    """Fills ``differential_hit`` against ``gold`` where no annotated gold was scored; returns how many."""
+    n = 0
+    for r in records:
+        if r.error is None and r.differential_hit is None and (dx := gold.get(r.interview_id)):
+            r.gold_diagnoses = list(dx)
+            r.differential_hit = differential_hit(r.differential, dx, canonical)
+            n += 1
+    return n
 
 
 @dataclass
