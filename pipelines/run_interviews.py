@@ -30,11 +30,13 @@ from medagent.history import HISTORY_MODES
 from medagent.history.evaluate import (
     BertScorer,
     add_bertscore,
+    add_lexical_repeats,
     add_physician_hits,
     disease_canonical,
     physician_diagnoses,
 )
 from medagent.history.paired import paired_table, pairs_csv_rows
+from medagent.history.repeats import TopicRepeats
 from medagent.history.report import (
     RunRecords,
     format_table,
@@ -228,6 +230,9 @@ def report(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) -> 
         other.label = _label(other, other.label)
         add_bertscore(other.records, scorer)
     runs = [run, *compared]
+    repeats = TopicRepeats.from_data_root(cfg.data_root)
+    for r in runs:  # a second opinion on repeated questions, sharing nothing with the blocking control
+        add_lexical_repeats(r.records, r.rows, repeats)
     if cfg.interviews.source != "meditod":  # MediTOD rows were scored against the annotated gold
         gold = physician_diagnoses(interviews, cfg.data_root)
         canonical = disease_canonical(cfg.data_root)

@@ -37,6 +37,7 @@ CSV_FIELDS = (
     "rouge_l",
     "red_flag_recall",
     "differential_hit",
+    "repeat_rate_lexical",
     "finish_reason",
     "elapsed_s",
     "llm_calls",
@@ -53,6 +54,7 @@ TABLE_METRICS = (
     ("ROUGE-L F1", "rouge_l_f1", 3),
     ("turns", "turns_mean", 1),
     ("blocked", "blocked_rate", 3),
+    ("repeats (lexical)", "repeat_rate_lexical", 3),
     ("red-flag recall", "red_flag_recall", 3),
     ("differential hit", "differential_hit_rate", 3),  # MediTOD gold, else the physician's lexicon diagnoses
     ("invalid", "invalid_rate", 3),

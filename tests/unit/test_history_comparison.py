@@ -200,4 +200,5 @@ def test_report_writes_paired_differences_against_compared_runs(
     assert {(p["metric"], p["interview_id"]) for p in pairs} >= {("turns", "T1"), ("turns", "T2")}
     text = (amq_root / "report.md").read_text()
     assert "## Paired differences" in text and "| single_shot:opening | amq | turns | 2 |" in text
+    assert "repeats (lexical)" in text and result["repeat_rate_lexical"] is not None
     assert "BERTScore F1 backbone: sentence-transformers/all-mpnet-base-v2, layer 8" in text
