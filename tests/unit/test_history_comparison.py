@@ -202,3 +202,22 @@ def test_report_writes_paired_differences_against_compared_runs(
     assert "## Paired differences" in text and "| single_shot:opening | amq | turns | 2 |" in text
     assert "repeats (lexical)" in text and result["repeat_rate_lexical"] is not None
     assert "BERTScore F1 backbone: sentence-transformers/all-mpnet-base-v2, layer 8" in text
+
+
+def test_worker_hands_the_transcript_column_to_the_single_shot_control() -> None:
+    from actors.interview_worker import InterviewWorker
+
+    worker = InterviewWorker.__new__(InterviewWorker)  # no Ray: the clients are set by hand
+    worker.agent_cfg = HistoryAgentConfig(mode="single_shot", context="transcript_run")
+    worker.eval_cfg = InterviewEvalConfig(simulator_exchanges=2)
+    clinician = FakeClinician()
+    worker.llm, worker.embedder = ScriptedChatModel(_evaluator), BagOfWordsEmbedder()
+    worker.agent = build_history_agent(worker.agent_cfg, clinician.model, None, worker.embedder)
+    worker._sem = asyncio.Semaphore(1)
+    worker.gold, worker.canonical = {}, None
+    own = "Doctor: Hello, what brings you in today?\nPatient: Cough.\nDoctor: Could you tell me about onset?\nPatient: Since Monday."
+    batch = {"id": ["T1"], "interview": [parse_transcript(TEXT, "T1").to_json()], "transcript": [own]}
+    row = json.loads(asyncio.run(worker(batch))["row"][0])
+    assert row["arm"] == "single_shot:transcript_run" and row["simulator"] == []  # no patient asked
+    sent = [m["content"] for b in clinician.model.requests for m in b["messages"] if m["role"] == "user"]
+    assert any("Since Monday." in u and "Do you smoke?" not in u for u in sent)
