@@ -20,11 +20,12 @@ from actors.metrics import meters
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, LLMConfig, to_dataclass
 from medagent.history import build_history_agent
 from medagent.history.reference import extract_reference
-from medagent.history.session import closing_rule, evaluate_interview
+from medagent.history.session import arm_name, closing_rule, evaluate_interview
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import LLMError
 
 REQUIRED_INPUT_KEYS = ("id", "interview")
+# Optional column: ``transcript``, the amq agent's own transcript (single_shot with context=transcript_run).
 
 
 def validate_inputs(batch: dict[str, Any], stage: str = "InterviewWorker") -> None:
@@ -81,7 +82,8 @@ class InterviewWorker:
             raise ValueError(
                 "embedder=null needs eval.simulator_exchanges=null (the simulator then reads it all)"
             )
-        retriever = retriever_for(services_endpoint) if self.agent_cfg.mode == "amq" else None
+        wants_retrieval = self.agent_cfg.mode == "amq" and self.agent_cfg.retrieval
+        retriever = retriever_for(services_endpoint) if wants_retrieval else None
         self.agent = build_history_agent(self.agent_cfg, self.llm, retriever, self.embedder)
         self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
         self.gold = gold_diagnoses or {}
@@ -92,7 +94,7 @@ class InterviewWorker:
 
             self.canonical = build_disease_lexicon(load_ontology(data_root)).names_in
 
-    async def _one(self, interview: Interview) -> dict[str, Any]:
+    async def _one(self, interview: Interview, own_transcript: str | None = None) -> dict[str, Any]:
         async with self._sem:
             start = time.perf_counter()
             try:
@@ -104,17 +106,25 @@ class InterviewWorker:
                     embedder=self.embedder,
                     gold_diagnoses=self.gold.get(interview.id),
                     canonical=self.canonical,
+                    own_transcript=own_transcript,
                 )
             except LLMError as exc:
                 row = error_row(interview, self.agent_cfg.mode, self.eval_cfg, exc)
-            row = row | {"mode": self.agent_cfg.mode, "elapsed_s": round(time.perf_counter() - start, 3)}
+            row = row | {
+                "mode": self.agent_cfg.mode,
+                "arm": arm_name(self.agent_cfg),
+                "elapsed_s": round(time.perf_counter() - start, 3),
+            }
             meters().interview(row)
             return row
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         validate_inputs(batch)
         interviews = [Interview.from_json(s) for s in batch["interview"]]
-        rows = await asyncio.gather(*(self._one(iv) for iv in interviews))
+        transcripts = list(batch["transcript"]) if "transcript" in batch else [None] * len(interviews)
+        rows = await asyncio.gather(
+            *(self._one(iv, t) for iv, t in zip(interviews, transcripts, strict=True))
+        )
         return {
             "id": [iv.id for iv in interviews],
             "row": [json.dumps(r, ensure_ascii=False) for r in rows],

@@ -27,7 +27,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from medagent.config import InterviewRunConfig, RunConfig
 from medagent.history import HISTORY_MODES
-from medagent.history.evaluate import BertScorer, add_bertscore
+from medagent.history.evaluate import (
+    BertScorer,
+    add_bertscore,
+    add_lexical_repeats,
+    add_physician_hits,
+    disease_canonical,
+    physician_diagnoses,
+)
+from medagent.history.paired import paired_table, pairs_csv_rows
+from medagent.history.repeats import TopicRepeats
 from medagent.history.report import (
     RunRecords,
     format_table,
@@ -37,7 +46,9 @@ from medagent.history.report import (
     turns_figure,
     write_csv,
     write_report,
+    write_rows,
 )
+from medagent.history.session import arm_name
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.run import RunDir, build_manifest, check_resume
@@ -64,7 +75,7 @@ def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | No
     )
     from pipelines.run_benchmark import deploy_llm
 
-    if cfg.agent.mode != "amq":
+    if cfg.agent.mode != "amq" or not cfg.agent.retrieval:
         return deploy_llm(RunConfig(llm=cfg.llm, cluster=cfg.cluster)), None
     if not cfg.index_dir or not (Path(cfg.index_dir) / "manifest.json").exists():
         raise FileNotFoundError(
@@ -107,7 +118,11 @@ def stream_rows(
     from actors.interview_worker import InterviewWorker
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # our tqdm bar counts interviews
-    ds = ray.data.from_items([{"id": iv.id, "interview": iv.to_json()} for iv in todo]).map_batches(
+    own = own_transcripts(cfg)
+    items = [
+        {"id": iv.id, "interview": iv.to_json()} | ({"transcript": own[iv.id]} if own else {}) for iv in todo
+    ]
+    ds = ray.data.from_items(items).map_batches(
         InterviewWorker,
         fn_constructor_kwargs={
             "agent": asdict(cfg.agent),
@@ -122,6 +137,28 @@ def stream_rows(
     )
     for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
         yield [json.loads(s) for s in batch["row"]]
+
+
+def own_transcripts(cfg: InterviewRunConfig) -> dict[str, str]:
+    """Interview id -> the amq agent's transcript in ``agent.transcript_run`` (single_shot,
+    context=transcript_run); empty for every other config. Interviews the amq run did not finish (error or
+    skipped rows) have no transcript."""
+    if cfg.agent.mode != "single_shot" or cfg.agent.context != "transcript_run":
+        return {}
+    if not cfg.agent.transcript_run:
+        raise ValueError("agent.context=transcript_run needs agent.transcript_run=/abs/finished/amq/run_dir")
+    from medagent.history.state import InterviewState
+
+    rd = RunDir(Path(cfg.agent.transcript_run), read_only=True)
+    out = {}
+    for row in rd.latest_records(rd.interviews, KEY, endpoint_failed):
+        result = row.get("result") or {}
+        if row.get("error") or row.get("skipped") or result.get("mode") != "amq":
+            continue
+        out[row[KEY]] = InterviewState.from_dict(result["final_state"]).transcript()
+    if not out:
+        raise ValueError(f"no finished amq interview in {cfg.agent.transcript_run}")
+    return out
 
 
 # Settings that may change between attempts on one run dir: where and how fast it runs, what the report
@@ -169,13 +206,23 @@ def _load_run(label: str, root: Path, wanted: set[str] | None = None) -> RunReco
 
 
 def _label(rows: RunRecords, fallback: str) -> str:
-    modes = {r.mode for r in rows.records}
-    return modes.pop() if len(modes) == 1 else fallback
+    """The run's arm (``arm`` of its rows, e.g. ``single_shot:opening``; older rows: their mode)."""
+    arms = {str(r.get("arm") or r.get("mode") or "") for r in rows.rows.values() if not r.get("skipped")}
+    return arms.pop() if len(arms) == 1 and "" not in arms else fallback
 
 
-def report(cfg: InterviewRunConfig, rd: RunDir, wanted: set[str]) -> dict[str, Any]:
+def scoring_note(cfg: InterviewRunConfig) -> str:
+    m = cfg.eval.bertscore_model
+    return (
+        f"BERTScore F1 backbone: {m.hub_id or m.name}, layer {cfg.eval.bertscore_num_layers}, no baseline "
+        "rescaling (every run of this report re-scored with it). Differential hit: MediTOD gold where "
+        "annotated, else the physician's diagnoses found by the lexicon annotator in the full transcript."
+    )
+
+
+def report(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) -> dict[str, Any]:
     """Scores every row of the run (BERTScore once), writes CSV, metrics, figures and the report."""
-    run = _load_run(cfg.agent.mode, rd.root, wanted)
+    run = _load_run(arm_name(cfg.agent), rd.root, {iv.id for iv in interviews})
     scorer = BertScorer.from_config(cfg.eval)
     add_bertscore(run.records, scorer)
     compared = [_load_run(Path(p).name, Path(p)) for p in cfg.compare]
@@ -183,8 +230,22 @@ def report(cfg: InterviewRunConfig, rd: RunDir, wanted: set[str]) -> dict[str, A
         other.label = _label(other, other.label)
         add_bertscore(other.records, scorer)
     runs = [run, *compared]
+    repeats = TopicRepeats.from_data_root(cfg.data_root)
+    for r in runs:  # a second opinion on repeated questions, sharing nothing with the blocking control
+        add_lexical_repeats(r.records, r.rows, repeats)
+    if cfg.interviews.source != "meditod":  # MediTOD rows were scored against the annotated gold
+        gold = physician_diagnoses(interviews, cfg.data_root)
+        canonical = disease_canonical(cfg.data_root)
+        for r in runs:
+            add_physician_hits(r.records, gold, canonical)
+    paired = [
+        d
+        for other in compared
+        for d in paired_table(other.records, run.records, arm_a=other.label, arm_b=run.label, seed=cfg.seed)
+    ]
     metrics = [r.metrics() for r in runs]
     write_csv(run, rd.interviews_csv)
+    write_rows(rd.root / "paired.csv", pairs_csv_rows(paired))
     rd.figures_dir.mkdir(exist_ok=True)
     figures = [
         scores_figure(runs, rd.figures_dir / "scores.png"),
@@ -193,9 +254,11 @@ def report(cfg: InterviewRunConfig, rd: RunDir, wanted: set[str]) -> dict[str, A
     row = next((pick_timeline(r, cfg.timeline_interview) for r in runs if pick_timeline(r)), None)
     if row is not None and (fig := timeline_figure(row, rd.figures_dir / "timeline.png")):
         figures.append(fig)
-    title = f"History taking: {cfg.interviews.name}, agent={cfg.agent.mode}, llm={cfg.llm.name}"
-    write_report(runs, metrics, figures, rd.report_md, title=title)
+    title = f"History taking: {cfg.interviews.name}, arm={run.label}, llm={cfg.llm.name}"
+    write_report(runs, metrics, figures, rd.report_md, title=title, paired=paired, scoring=scoring_note(cfg))
     result = metrics[0] | {
+        "arm": run.label,
+        "paired": [{k: v for k, v in d.to_dict().items() if k != "pairs"} for d in paired],
         "run_dir": str(rd.root),
         "interviews": cfg.interviews.name,
         "agent": cfg.agent.mode,
@@ -230,6 +293,16 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
     manifest = build_manifest(config, data.files, previous, n_interviews=len(data.interviews))
     rd.write_json(rd.manifest, manifest)
     todo = [iv for iv in data.interviews if iv.id not in done]
+    if own := own_transcripts(cfg):  # the control summarises amq's interviews: only those it finished
+        missing = [iv.id for iv in todo if iv.id not in own]
+        if missing:
+            log.warning(
+                "%d interviews have no amq transcript in %s: %s",
+                len(missing),
+                cfg.agent.transcript_run,
+                missing,
+            )
+        todo = [iv for iv in todo if iv.id in own]
     log.info(
         "%s: %d interviews, %d already run in %s, %d to go (agent=%s)",
         cfg.interviews.name, len(data.interviews), len(data.interviews) - len(todo), rd.root, len(todo),
@@ -237,7 +310,7 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
     )  # fmt: skip
     if todo:
         _interview_with_ray(cfg, todo, rd)
-    result = report(cfg, rd, {iv.id for iv in data.interviews})
+    result = report(cfg, rd, data.interviews)
     print(f"\nrun directory: {rd.root}")
     return result
 

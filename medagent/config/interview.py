@@ -141,6 +141,15 @@ class HistoryAgentConfig:
     max_passage_chars: int = 1200
     # single_shot only: how much of the interview transcript (characters) the one summary may read.
     max_transcript_chars: int = 12000
+    # single_shot only: what the one summary reads (medagent.history.session.CONTEXTS). "opening" (the
+    # baseline): the patient's answer to the opening question, no follow-up; "full": the physician's whole
+    # visible interview (an oracle upper bound: a median of 47 doctor turns, often naming the diagnosis);
+    # "transcript_run": the questions and answers of a finished amq run (``transcript_run``), which
+    # separates asking (which questions) from writing (the summary and assessment).
+    context: str = "opening"
+    transcript_run: str | None = None
+    # amq only: false skips guideline retrieval (the control that isolates retrieval's share).
+    retrieval: bool = True
     # Interviews in flight per worker actor.
     max_concurrency: int = 2
 
@@ -174,6 +183,7 @@ class InterviewEvalConfig:
     )
     bertscore_num_layers: int = 8
     bertscore_batch_size: int = 8
+    bertscore_device: str = "cpu"  # conf/interview_scoring/gpu.yaml: cuda
     redundancy_threshold: float = 0.75
 
 

@@ -1,10 +1,11 @@
-"""The paper's baseline: a single-shot assessment from one summary of the whole interview, no questions.
+"""The paper's baseline: a single-shot assessment from one summary, without follow-up questions.
 
-The baseline reads the interview the simulator is grounded in (the physician's questions and the patient's
-answers, the physician's closing statement excluded: ``reference.split_interview``), writes one summary
-of it and assesses from that summary alone, without follow-up questions and without retrieval (the paper's
-"fluent but ungrounded" single-shot LLM). Without a transcript (a person playing the patient) it asks the
-opening question once and assesses from that one answer.
+Without a transcript (``context=opening``, the baseline; or a person playing the patient) it asks the
+opening question once and summarises that one exchange: the presenting complaint. Given a transcript
+(``context=full``: the physician's visible interview, an oracle upper bound; ``context=transcript_run``:
+the amq agent's own interview) it summarises that instead. Either way it writes one summary and assesses
+from it alone, without retrieval (the paper's "fluent but ungrounded" single-shot LLM). Which transcript it
+gets is decided by ``session.baseline_transcript``.
 """
 
 from __future__ import annotations

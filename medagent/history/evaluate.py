@@ -8,13 +8,20 @@
   left out of the text metrics and counted. An invalid assessment scores 0 on both (declared failure score).
 * **Turns** per interview (single_shot: 1), **blocked-question rate** ``blocked / (asked + blocked)`` (what
   redundancy control refused) and **redundant-question rate** (share of *asked* questions that repeat an
-  earlier one verbatim or at cosine >= 0.75: 0 by construction for amq with the same embedder).
+  earlier one verbatim or at cosine >= 0.75: 0 by construction for amq with the same embedder), and the
+  **lexical repeat rate**, a check independent of that control (``repeats.TopicRepeats``: same inquiry
+  category, same ontology concepts, content-word Jaccard >= 0.5; filled at the driver by
+  ``add_lexical_repeats`` from the asked questions).
 * **Red-flag recall** ``|agent ∩ reference| / |reference|`` where the reference red flags are what an LLM
   extracts from the full transcript (``RedFlagExtractor``, same red-flag list as the agent); None when the
   transcript has none, and for the single-shot baseline, which keeps no red-flag state (left out of the mean).
-* **Differential hit** (MediTOD gold diagnoses only): 1 when any diagnosis of the agent's differential
-  matches a gold diagnosis after canonicalisation (the ontology's disease lexicon when given, else
-  normalised text equality or containment).
+* **Differential hit**: 1 when any diagnosis of the agent's differential matches a gold diagnosis after
+  canonicalisation (the ontology's disease lexicon when given, else normalised text equality or
+  containment). Gold: MediTOD's annotated diagnoses where they exist; on every other interview the
+  diagnoses the physician states in the full transcript, found by the lexicon annotator
+  (``LexiconAnnotator.diagnoses``: diseases of the MediTOD ontology named with a diagnostic cue or in the
+  closing turns; ``add_physician_hits``, at the driver, scorer only). Interviews where it finds none are
+  left out (``differential_n`` counts the others).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from medagent.config import InterviewEvalConfig
 from medagent.history.agent import InterviewResult
 from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list, string
 from medagent.history.redundancy import TextEmbedder, redundant_share
-from medagent.history.reference import Reference, render_turns
+from medagent.history.reference import Reference, quote_supports, render_turns
 from medagent.history.simulator import fidelity_shares
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import ChatModel
@@ -82,34 +89,15 @@ class BertScorer:
         from medagent.models import resolve_model
 
         path = resolve_model(cfg.bertscore_model.spec())
-        return cls(str(path), cfg.bertscore_num_layers, cfg.bertscore_batch_size, device)
+        return cls(
+            str(path), cfg.bertscore_num_layers, cfg.bertscore_batch_size, device or cfg.bertscore_device
+        )
 
     def score(self, predictions: Sequence[str], references: Sequence[str]) -> list[float]:
         if not predictions:
             return []
         _p, _r, f = self._scorer.score(list(predictions), list(references))
         return [float(x) for x in f.tolist()]
-
-
-def quote_supports(quote: str, patient_lines: Sequence[str]) -> bool:
-    """Whether ``quote`` is the patient's own, affirmed words: its word tokens occur contiguously in one of
-    ``patient_lines`` and no negation or uncertainty scope (NegEx-style, ``annotate.matcher``) covers them
-    there ("no blood when I cough" does not support haemoptysis)."""
-    from medagent.interview.annotate.matcher import Mention, polarity, tokenize, trigger_scopes
-
-    want = [t for t in tokenize(quote) if t[0].isalnum()]
-    if len(want) < 2 or any(kind != "pseudo" for *_, kind in trigger_scopes(want)):
-        return False
-    for line in patient_lines:
-        toks = tokenize(line)
-        words = [i for i, t in enumerate(toks) if t[0].isalnum()]
-        scopes = trigger_scopes(toks)
-        for k in range(len(words) - len(want) + 1):
-            if [toks[i] for i in words[k : k + len(want)]] == want:
-                span = Mention(words[k], words[k + len(want) - 1] + 1, (), quote)
-                if polarity(span, scopes) == "positive":
-                    return True
-    return False
 
 
 class RedFlagExtractor:
@@ -185,6 +173,51 @@ def differential_hit(
     return False
 
 
+def physician_diagnoses(
+    interviews: Sequence[Interview], data_root: str | None = None
+) -> dict[str, list[str]]:
+    """Interview id -> the diagnoses its physician states, by the lexicon annotator (module docstring)."""
+    from medagent.interview.annotate.lexicon import LexiconAnnotator
+    from medagent.interview.meditod import load_ontology
+
+    annotator = LexiconAnnotator.from_ontology(load_ontology(data_root))
+    return {iv.id: dx for iv in interviews if (dx := annotator.diagnoses(iv))}
+
+
+def disease_canonical(data_root: str | None = None) -> Callable[[str], list[str]]:
+    """``text -> canonical disease names`` of the ontology's disease lexicon (matches synonyms)."""
+    from medagent.interview.annotate.vocab import build_disease_lexicon
+    from medagent.interview.meditod import load_ontology
+
+    return build_disease_lexicon(load_ontology(data_root)).names_in  # type: ignore[no-any-return]
+
+
+def add_lexical_repeats(
+    records: Sequence[InterviewRecord], rows: dict[str, dict[str, Any]], repeats: Any
+) -> None:
+    """Fills ``repeat_rate_lexical`` from each row's asked questions (``repeats``: a ``TopicRepeats``)."""
+    for r in records:
+        row = rows.get(r.interview_id) or {}
+        state = (row.get("result") or {}).get("final_state") or {}
+        if r.error is None:
+            r.repeat_rate_lexical = repeats.rate([q["text"] for q in state.get("asked") or []])
+
+
+def add_physician_hits(
+    records: Sequence[InterviewRecord],
+    gold: dict[str, list[str]],
+    canonical: Callable[[str], list[str]] | None = None,
+) -> int:
+    """Fills ``differential_hit`` against ``gold`` where no annotated gold was scored; returns how many."""
+    n = 0
+    for r in records:
+        if r.error is None and r.differential_hit is None and (dx := gold.get(r.interview_id)):
+            r.gold_diagnoses = list(dx)
+            r.differential_hit = differential_hit(r.differential, dx, canonical)
+            n += 1
+    return n
+
+
 @dataclass
 class InterviewRecord:
     """The metrics of one interview (None = not applicable, left out of the aggregate)."""
@@ -213,6 +246,7 @@ class InterviewRecord:
     fidelity: dict[str, float] = field(default_factory=dict)
     n_judged: int = 0
     error: str | None = None
+    repeat_rate_lexical: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -303,6 +337,7 @@ def aggregate(records: Sequence[InterviewRecord]) -> dict[str, Any]:
         "turns_mean": _mean([r.n_turns for r in ok]),
         "blocked_rate": _mean([r.blocked_rate for r in ok]),
         "redundant_rate": _mean([r.redundant_rate for r in ok]),
+        "repeat_rate_lexical": _mean([r.repeat_rate_lexical for r in ok]),
         "red_flag_recall": _mean([r.red_flag_recall for r in ok]),
         "red_flag_n": sum(r.red_flag_recall is not None for r in ok),
         "differential_hit_rate": _mean(

@@ -6,10 +6,16 @@ call. Each field of the reply is validated on its own: a field of the wrong shap
 ``Updated.errors`` and left out (the state keeps its previous value), the rest is used. A reply with no
 JSON object at all is retried (``llmio.ask_json``) and, failing that, the turn changes nothing but the
 recorded error.
+
+Red flags need evidence, as on the reference side: each flag comes with the patient's own words, and a
+flag is kept only when that quote is in the patient's answers so far and no negation or uncertainty scope
+covers it (``reference.quote_supports``, the same function the reference extractor uses). A flag without
+a quote, or with one the patient did not say or denied ("no blood when I cough"), is dropped and recorded.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from medagent.config import HistoryAgentConfig
@@ -23,6 +29,7 @@ from medagent.history.llmio import (
     require_str,
     string,
 )
+from medagent.history.reference import quote_supports
 from medagent.history.state import (
     SLOT_BY_NAME,
     SLOTS,
@@ -48,15 +55,20 @@ def update_schema(cfg: HistoryAgentConfig) -> dict[str, Any]:
             "summary": string(800),
             "facts": array(fact, cfg.max_facts_per_turn),
             "differential": array(hypothesis, cfg.max_hypotheses),
-            "red_flags": array({"type": "string", "enum": list(cfg.red_flags)}, len(cfg.red_flags)),
+            "red_flags": array(
+                obj_schema({"id": {"type": "string", "enum": list(cfg.red_flags)}, "quote": string(200)}),
+                len(cfg.red_flags),
+            ),
             "route": {"type": "string", "enum": list(ROUTES)},
         }
     )
     return json_format("history_update", schema)
 
 
-def parse_update(obj: dict[str, Any], cfg: HistoryAgentConfig) -> Updated:
+def parse_update(obj: dict[str, Any], cfg: HistoryAgentConfig, patient_lines: Sequence[str] = ()) -> Updated:
     """Validates each field of an update reply; bad fields become errors (module docstring).
+
+    ``patient_lines`` are the patient's answers so far: a red flag's quote must be affirmed in one of them.
 
     Raises:
         MalformedReply: No field at all is usable (the reply is retried).
@@ -100,10 +112,16 @@ def parse_update(obj: dict[str, Any], cfg: HistoryAgentConfig) -> Updated:
     flags: list[str] = []
     raw_flags = obj.get("red_flags", [])
     for f in raw_flags if isinstance(raw_flags, list) else []:
-        if f in cfg.red_flags:
-            flags.append(str(f))
+        fid = f.get("id") if isinstance(f, dict) else f
+        quote = str(f.get("quote") or "") if isinstance(f, dict) else ""
+        if not isinstance(fid, str) or fid not in cfg.red_flags:
+            errors.append(f"update: unknown red flag {str(fid)[:60]!r}; dropped")
+        elif not quote_supports(quote, patient_lines):
+            errors.append(
+                f"update: red flag {fid} dropped, {quote[:80]!r} is not the patient's affirmed words"
+            )
         else:
-            errors.append(f"update: unknown red flag {str(f)[:60]!r}; dropped")
+            flags.append(fid)
     if not isinstance(raw_flags, list):
         errors.append("update: red_flags is not a list; ignored")
     route = obj.get("route")
@@ -152,10 +170,11 @@ async def preprocess(llm: ChatModel, state: InterviewState, cfg: HistoryAgentCon
         answer=(last.answer or "") if last else "",
         max_hypotheses=cfg.max_hypotheses,
     )
+    patient_lines = [q.answer for q in state.asked if q.answer]
     update, errors = await ask_json(
         llm,
         messages,
-        lambda obj: parse_update(obj, cfg),
+        lambda obj: parse_update(obj, cfg, patient_lines),
         tag=f"turn {state.turn} update",
         log=log,
         response_format=update_schema(cfg) if cfg.json_schema else None,

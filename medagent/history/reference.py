@@ -22,6 +22,7 @@ bare goodbye (e.g. the CAR and GAS files, some RES files that stop before the pl
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,6 +114,28 @@ def extract_reference(interview: Interview, rule: ClosingRule | None = None) -> 
         visible_until=closing[0] if closing else len(turns),
         usable=_words(statement) >= rule.min_total_words,
     )
+
+
+def quote_supports(quote: str, patient_lines: Sequence[str]) -> bool:
+    """Whether ``quote`` is the patient's own, affirmed words (the one evidence rule of both red-flag sides:
+    the reference extractor's and the agent's per-turn update): its word tokens occur contiguously in one of
+    ``patient_lines`` and no negation or uncertainty scope (NegEx-style, ``annotate.matcher``) covers them
+    there ("no blood when I cough" does not support haemoptysis)."""
+    from medagent.interview.annotate.matcher import Mention, polarity, tokenize, trigger_scopes
+
+    want = [t for t in tokenize(quote) if t[0].isalnum()]
+    if len(want) < 2 or any(kind != "pseudo" for *_, kind in trigger_scopes(want)):
+        return False
+    for line in patient_lines:
+        toks = tokenize(line)
+        words = [i for i, t in enumerate(toks) if t[0].isalnum()]
+        scopes = trigger_scopes(toks)
+        for k in range(len(words) - len(want) + 1):
+            if [toks[i] for i in words[k : k + len(want)]] == want:
+                span = Mention(words[k], words[k + len(want) - 1] + 1, (), quote)
+                if polarity(span, scopes) == "positive":
+                    return True
+    return False
 
 
 def visible_turns(interview: Interview, reference: Reference) -> tuple[Turn, ...]:

@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator
 
 from medagent.history import evaluate
 from medagent.history.evaluate import InterviewRecord
+from medagent.history.paired import PairedDifference, paired_markdown
 
 CSV_FIELDS = (
     "interview_id",
@@ -36,6 +37,7 @@ CSV_FIELDS = (
     "rouge_l",
     "red_flag_recall",
     "differential_hit",
+    "repeat_rate_lexical",
     "finish_reason",
     "elapsed_s",
     "llm_calls",
@@ -52,8 +54,9 @@ TABLE_METRICS = (
     ("ROUGE-L F1", "rouge_l_f1", 3),
     ("turns", "turns_mean", 1),
     ("blocked", "blocked_rate", 3),
+    ("repeats (lexical)", "repeat_rate_lexical", 3),
     ("red-flag recall", "red_flag_recall", 3),
-    ("differential hit", "differential_hit_rate", 3),  # MediTOD (annotated diagnoses) only
+    ("differential hit", "differential_hit_rate", 3),  # MediTOD gold, else the physician's lexicon diagnoses
     ("invalid", "invalid_rate", 3),
     ("s / interview", "seconds_mean", 0),
 )
@@ -148,6 +151,15 @@ def write_csv(run: RunRecords, path: Path) -> None:
                 {k: d.get(k) for k in CSV_FIELDS}
                 | {"elapsed_s": row.get("elapsed_s"), "llm_calls": _calls(row) if r.error is None else None}
             )
+
+
+def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """A CSV of plain rows (header from the first); an empty file when there are none."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        if rows:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
 
 
 def _fmt(v: Any, digits: int) -> str:
@@ -256,10 +268,30 @@ def write_report(
     path: Path,
     *,
     title: str,
+    paired: Sequence[PairedDifference] = (),
+    scoring: str = "",
 ) -> str:
-    """The markdown report (this run first, then the compared runs); returns its text."""
+    """The markdown report (this run first, then the compared runs); returns its text.
+
+    ``paired`` are the per-interview paired differences against each compared run; ``scoring`` names the
+    BERTScore backbone (written under the table, so no figure is read without it).
+    """
     main = runs[0]
     lines = [f"# {title}", "", format_table([(r.label, m) for r, m in zip(runs, metrics, strict=True)]), ""]
+    if scoring:
+        lines += [scoring, ""]
+    if paired:
+        lines += [
+            "## Paired differences (same interviews)",
+            "",
+            "B - A per interview over the interviews both arms scored; mean with a percentile bootstrap 95% CI "
+            "(pairs resampled) and the two-sided Wilcoxon signed-rank p (zero differences dropped). The "
+            "per-interview values are in paired.csv. `single_shot:full` reads the physician's whole "
+            "interview: an oracle upper bound, not the baseline (`single_shot:opening`).",
+            "",
+            paired_markdown(paired),
+            "",
+        ]
     lines += [f"![{p.stem}](figures/{p.name})" for p in figures] + [""]
     failed = [r for r in main.records if r.error]
     if failed:

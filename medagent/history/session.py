@@ -4,6 +4,12 @@ reference (physician's closing statement) -> simulator grounded in the visible t
 fidelity judge over the simulator's answers -> reference red flags from the full transcript -> record.
 BERTScore is not computed here: it runs once over all records (``evaluate.add_bertscore``) so the scorer
 model loads once per run, not per actor.
+
+What the single-shot agent reads is its ``context`` (``CONTEXTS``): ``opening`` gives it no transcript, so it
+asks the simulated patient the opening question once and assesses from that answer (seed B's baseline:
+the presenting complaint, no follow-up questions); ``full`` hands it the physician's visible interview (an
+oracle: the physician already asked everything); ``transcript_run`` hands it the transcript of the amq
+agent's own interview of the same patient (read by the driver from a finished run dir).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from medagent.config import InterviewEvalConfig
+from medagent.config import HistoryAgentConfig, InterviewEvalConfig
 from medagent.history.agent import HistoryTakingAgent, InterviewResult
 from medagent.history.baseline import SingleShotBaseline
 from medagent.history.evaluate import RedFlagExtractor, interview_record
@@ -21,6 +27,32 @@ from medagent.history.reference import ClosingRule, extract_reference, render_tu
 from medagent.history.simulator import FidelityJudge, PatientSimulator
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import ChatModel
+
+CONTEXTS = ("opening", "full", "transcript_run")
+
+
+def arm_name(cfg: HistoryAgentConfig) -> str:
+    """The arm of the comparison a config runs, e.g. ``single_shot:opening``, ``amq:no_retrieval``."""
+    if cfg.mode == "single_shot":
+        return f"single_shot:{cfg.context}"
+    return cfg.mode if cfg.retrieval else f"{cfg.mode}:no_retrieval"
+
+
+def baseline_transcript(cfg: HistoryAgentConfig, seen: str, own_transcript: str | None) -> str | None:
+    """The transcript the single-shot agent summarises under ``cfg.context`` (None: ask the opening once).
+
+    Raises:
+        ValueError: Unknown context, or ``transcript_run`` without the amq transcript of this interview.
+    """
+    if cfg.context == "opening":
+        return None
+    if cfg.context == "full":
+        return seen
+    if cfg.context == "transcript_run":
+        if not own_transcript:
+            raise ValueError("context=transcript_run needs the amq run's transcript of this interview")
+        return own_transcript
+    raise ValueError(f"agent.context must be one of {CONTEXTS}, got {cfg.context!r}")
 
 
 def closing_rule(cfg: InterviewEvalConfig) -> ClosingRule:
@@ -37,6 +69,7 @@ async def evaluate_interview(
     gold_diagnoses: list[str] | None = None,
     canonical: Any = None,
     skip_unusable: bool = True,
+    own_transcript: str | None = None,
 ) -> dict[str, Any]:
     """Runs and scores one interview; returns a JSON-able row.
 
@@ -49,6 +82,7 @@ async def evaluate_interview(
         gold_diagnoses: MediTOD gold diagnoses, for the differential hit (None elsewhere).
         canonical: ``text -> [canonical disease names]`` (the ontology's disease lexicon ``names_in``).
         skip_unusable: Return a ``skipped`` row without running the agent when no closing statement is usable.
+        own_transcript: The amq agent's transcript of this interview (single_shot, context=transcript_run).
 
     Raises:
         LLMError: An endpoint failed (the caller records it against the interview).
@@ -64,7 +98,12 @@ async def evaluate_interview(
     seen = visible_turns(interview, reference)
     simulator = PatientSimulator(llm, seen, cfg, embedder if cfg.simulator_exchanges is not None else None)
     json_schema = agent.cfg.json_schema
-    result: InterviewResult = await agent.run(simulator, transcript=render_turns(seen))
+    transcript = (
+        baseline_transcript(agent.cfg, render_turns(seen), own_transcript)
+        if isinstance(agent, SingleShotBaseline)
+        else None
+    )
+    result: InterviewResult = await agent.run(simulator, transcript=transcript)
     eval_log = CallLog()
     labels: list[str] = []
     if cfg.judge_fidelity and simulator.log:
@@ -84,6 +123,7 @@ async def evaluate_interview(
         fidelity_labels=labels,
     )
     return row | {
+        "arm": arm_name(agent.cfg),
         "result": result.to_dict(),
         "record": record.to_dict(),
         "simulator": [

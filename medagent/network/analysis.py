@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from medagent.interview.types import INQUIRY_CATEGORIES, Annotation
+from medagent.network.conventions import conventions
 from medagent.network.flow import (
     Phases,
     category_shares,
@@ -27,11 +28,20 @@ from medagent.network.flow import (
     two_phases,
 )
 from medagent.network.information import kl_information, mutual_information
-from medagent.network.markov import CVResult, OrderSelection, cv_accuracy, prepare, select_order
+from medagent.network.markov import (
+    SELF_LOOP_POLICIES,
+    CVResult,
+    OrderSelection,
+    cv_accuracy,
+    prepare,
+    select_order,
+)
 from medagent.network.modularity import Partition, maximise_barber_q
 from medagent.network.nestedness import NODFResult, nodf
 from medagent.network.nulls import MapFn, NullSummary, modularity_null, nodf_null
+from medagent.network.permutation import KLNull, kl_permutation_null
 from medagent.network.roles import czvalues, role
+from medagent.network.sensitivity import SensitivityConfig, sensitivity_table
 from medagent.network.svn import Incidence, SVNResult, incidence_from_annotations, svn_links
 from medagent.network.validation import SpearmanResult, load_priorities, spearman_aligned, validate_design
 
@@ -41,6 +51,9 @@ class NetworkAnalysisConfig:
     """Every knob of the analysis; the defaults are the conventions reported with the results."""
 
     alpha: float = 0.01
+    # The number of tests N_t of Bonferroni and BH (svn.N_TESTS): all_pairs (|F|*|D|, Tumminello's),
+    # cooccurring (N_fd >= 1) or tarone (testable pairs); the sensitivity table shows all three.
+    n_tests: str = "all_pairs"
     # Which validated links form G_B: "bh" (Benjamini–Hochberg) or "bonferroni"; both are reported.
     links: str = "bh"
     modularity_restarts: int = 50
@@ -56,13 +69,18 @@ class NetworkAnalysisConfig:
     curveball_thin: int = 100
     nodf_sort: bool = True
     kl_prior: str = "joint"
-    self_loops: str = "keep"
+    # Label permutations of the KL null (permutation.kl_permutation_null); 0 skips it.
+    kl_null_samples: int = 999
+    # Headline flow convention; Markov fits and CV accuracy are computed under both (issue 16: collapse,
+    # whose order-0 accuracy is the share of the commonest category, matches the paper's 23.8%).
+    self_loops: str = "collapse"
     max_order: int = 3
     cv_folds: int | None = 10
     position: str = "all"
     seed: int = 0
     # None: the packaged conf/interview/priorities.yaml.
     priorities: str | None = None
+    sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
 
 
 @dataclass
@@ -110,6 +128,11 @@ class NetworkAnalysis:
     validation: dict[str, SpearmanResult]
     conventions: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    # Markov fits and CV accuracy under each self-loop convention ("keep", "collapse").
+    markov_by_loops: dict[str, OrderSelection | None] = field(default_factory=dict)
+    cv_by_loops: dict[str, CVResult | None] = field(default_factory=dict)
+    kl_null: KLNull | None = None
+    sensitivity: list[dict[str, Any]] = field(default_factory=list)
 
 
 def knowledge_network(inc: Incidence, svn: SVNResult, links: str) -> KnowledgeNetwork:
@@ -127,65 +150,6 @@ def knowledge_network(inc: Incidence, svn: SVNResult, links: str) -> KnowledgeNe
         dropped_findings=int((~rows).sum()),
         dropped_diagnoses=int((~cols).sum()),
     )
-
-
-def conventions(cfg: NetworkAnalysisConfig, n_states: int) -> dict[str, str]:
-    """The choices the paper leaves open, in words, keyed by result."""
-    return {
-        "interviews": "N = all interviews given (also those without a positive finding or a diagnosis)",
-        "findings": "positive findings only (pertinent negatives dropped); binarised per interview",
-        "svn": (
-            f"hypergeometric over-expression p = hypergeom.sf(N_fd-1, N, N_f, N_d); N_t = |F|*|D| (all pairs, "
-            f"also never co-occurring); Bonferroni p < {cfg.alpha}/N_t (strict); BH step-up at {cfg.alpha}"
-        ),
-        "network": f"G_B = {cfg.links} links; findings and diagnoses left isolated are dropped before modules, NODF and roles",
-        "modularity": (
-            f"Barber Q_B (own barber_q), maximised by leidenalg three-layer CPM, best of "
-            f"{cfg.modularity_restarts} seeded restarts (a lower bound on max Q); binary G_B, weighted variant "
-            "uses N_fd; modules = groups holding a linked row and a linked column"
-        ),
-        "modularity_null": (
-            f"binary Q_B against {cfg.modularity_null_samples} {cfg.modularity_null_model} null networks of G_B "
-            f"(seed {cfg.seed}, batches of {cfg.modularity_null_batch_size}"
-            + (
-                f", curveball burn-in {cfg.curveball_burnin}, thin {cfg.curveball_thin}, one chain per batch"
-                if cfg.modularity_null_model == "curveball"
-                else ""
-            )
-            + f"), each optimised like G_B (best of {cfg.modularity_restarts} Leiden restarts, not G_B's "
-            "partition); z = (obs-mean)/sd (sd ddof=1); p = p_greater = (1+#{null Q>=obs})/(n+1) for 'more "
-            "modular than random'"
-        ),
-        "nodf": (
-            f"NODF on 0-100, {'sorted by decreasing fill (vegan order=TRUE)' if cfg.nodf_sort else 'as presented'}; "
-            "zero rows/columns of null matrices kept in the denominators (vegan)"
-        ),
-        "nulls": (
-            f"{', '.join(cfg.null_models)}; {cfg.null_samples} samples each; curveball burn-in "
-            f"{cfg.curveball_burnin}, thin {cfg.curveball_thin}, one chain per batch of {cfg.null_batch_size}; "
-            "z = (obs-mean)/sd (sd ddof=1); p_less = (1+#{sim<=obs})/(n+1) for 'less nested than random'"
-        ),
-        "roles": "bipartite czvalues: c = 1 - sum_t (k_it/k_i)^2; z over same-type nodes of the module, sd n-1, "
-        "0/0 -> 0, single node of its type -> NaN; Olesen et al. 2007 roles c > 0.62, z > 2.5",
-        "kl": (
-            f"IV(f) = KL(P(D|f) || P(D)) in nats; P(d|f) = N_fd / sum_d N_fd; P(D) = {cfg.kl_prior} "
-            "(joint = column marginal of the co-occurrence table; prevalence = N_d / sum N_d also tabled); no smoothing"
-        ),
-        "flow": f"self-loops {cfg.self_loops}; transitions within interviews only; edge weight = count / out-count",
-        "markov": (
-            f"orders 0..{cfg.max_order} on the same targets t >= {cfg.max_order} (0-based); S = {n_states} states; "
-            "npar full S^k(S-1) and observed (distinct successors - 1 per context); AIC, BIC with n = #targets"
-        ),
-        "cv": (
-            f"{cfg.cv_folds or 'leave-one-interview-out'} folds by interview (seed {cfg.seed}); argmax successor, back-off "
-            "to shorter contexts, ties to the category listed first; first max_order questions not scored; micro accuracy"
-        ),
-        "phases": "relative position (t+0.5)/T; cut maximising I(phase; category) on a 0.10..0.90 grid",
-        "validation": (
-            f"Spearman rho (average ranks, aligned by label, rank 1 = first); physicians' order by mean relative "
-            f"position ({cfg.position}); exact permutation p by enumeration"
-        ),
-    }
 
 
 def _finding_tables(
@@ -244,7 +208,7 @@ def analyze(
     cfg = cfg or NetworkAnalysisConfig()
     notes: list[str] = []
     inc = incidence_from_annotations(annotations)
-    svn = svn_links(inc.F, inc.D, cfg.alpha)
+    svn = svn_links(inc.F, inc.D, cfg.alpha, cfg.n_tests)
     net = knowledge_network(inc, svn, cfg.links)
     part_b = part_w = None
     nodf_obs = None
@@ -297,18 +261,32 @@ def analyze(
         ),
     }
     states = list(INQUIRY_CATEGORIES)
-    seqs = prepare(
-        [[c for c in a.category_sequence() if c in INQUIRY_CATEGORIES] for a in annotations], cfg.self_loops
-    )
+    raw = [[c for c in a.category_sequence() if c in INQUIRY_CATEGORIES] for a in annotations]
     unknown = sum(c not in INQUIRY_CATEGORIES for a in annotations for c in a.category_sequence())
     if unknown:
         notes.append(f"{unknown} questions with a category outside the 11 were left out of the flow analysis")
-    n_targets = sum(max(0, len(s) - cfg.max_order) for s in seqs)
-    markov = select_order(seqs, cfg.max_order, n_states=len(states)) if n_targets else None
-    cv = (
-        cv_accuracy(seqs, cfg.max_order, states=states, n_folds=cfg.cv_folds, seed=cfg.seed)
-        if n_targets and len(seqs) >= 2
-        else None
+    markov_by: dict[str, OrderSelection | None] = {}
+    cv_by: dict[str, CVResult | None] = {}
+    for policy in SELF_LOOP_POLICIES:
+        markov_by[policy], cv_by[policy] = _markov(prepare(raw, policy), states, cfg)
+    seqs = prepare(raw, cfg.self_loops)
+    markov, cv = markov_by[cfg.self_loops], cv_by[cfg.self_loops]
+    kl_null = None
+    if cfg.kl_null_samples > 0 and svn.N_fd.sum():
+        kl_null = kl_permutation_null(inc.F, inc.D, cfg.kl_prior, cfg.kl_null_samples, cfg.seed)
+        for row, iv_mean, p in zip(findings, kl_null.null_mean, kl_null.p, strict=True):
+            row[f"KL_{cfg.kl_prior}_null_mean"] = float(iv_mean)
+            row[f"KL_{cfg.kl_prior}_excess"] = float(row[kl_key] - iv_mean)
+            row[f"KL_{cfg.kl_prior}_perm_p"] = float(p)
+    sens = sensitivity_table(
+        inc,
+        cfg.sensitivity,
+        null_model=cfg.modularity_null_model,
+        seed=cfg.seed,
+        burnin=cfg.curveball_burnin,
+        thin=cfg.curveball_thin,
+        batch_size=cfg.modularity_null_batch_size,
+        map_fn=map_fn,
     )
     shares = category_shares(seqs, states)
     positions = mean_positions(seqs, states, cfg.position)
@@ -338,7 +316,27 @@ def analyze(
         validation=validate_design(shares, positions, priorities),  # type: ignore[arg-type]
         conventions=conventions(cfg, len(states)),
         notes=notes,
+        markov_by_loops=markov_by,
+        cv_by_loops=cv_by,
+        kl_null=kl_null,
+        sensitivity=sens,
     )
+
+
+def _markov(
+    seqs: list[list[Any]], states: list[Any], cfg: NetworkAnalysisConfig
+) -> tuple[OrderSelection | None, CVResult | None]:
+    """Order selection and CV accuracy of one self-loop convention (None without targets)."""
+    n_targets = sum(max(0, len(s) - cfg.max_order) for s in seqs)
+    if not n_targets:
+        return None, None
+    markov = select_order(seqs, cfg.max_order, n_states=len(states))
+    cv = (
+        cv_accuracy(seqs, cfg.max_order, states=states, n_folds=cfg.cv_folds, seed=cfg.seed)
+        if len(seqs) >= 2
+        else None
+    )
+    return markov, cv
 
 
 def config_dict(cfg: NetworkAnalysisConfig) -> dict[str, Any]:

@@ -147,6 +147,8 @@ def tables(a: NetworkAnalysis) -> dict[str, list[dict[str, Any]]]:
             for k, r in {**a.validation, **a.hubs_vs_information}.items()
         ],
     }
+    out["sensitivity.csv"] = a.sensitivity
+    out["markov_both.csv"] = markov_rows(a)
     if a.markov is not None:
         out["markov_orders.csv"] = [asdict(f) for f in a.markov.fits]
     if a.cv is not None:
@@ -155,6 +157,30 @@ def tables(a: NetworkAnalysis) -> dict[str, list[dict[str, Any]]]:
             for k, v in a.cv.accuracy.items()
         ]
     return out
+
+
+def markov_rows(a: NetworkAnalysis) -> list[dict[str, Any]]:
+    """Order fits and CV accuracy under each self-loop convention, one row per (convention, order)."""
+    rows = []
+    for policy, sel in a.markov_by_loops.items():
+        cv = a.cv_by_loops.get(policy)
+        for f in sel.fits if sel else []:
+            rows.append(
+                {
+                    "self_loops": policy,
+                    "order": f.order,
+                    "n_targets": sel.n,  # type: ignore[union-attr]
+                    "loglik": f.loglik,
+                    "npar_full": f.npar_full,
+                    "npar_observed": f.npar_observed,
+                    "aic_full": f.aic_full,
+                    "bic_full": f.bic_full,
+                    "aic_observed": f.aic_observed,
+                    "bic_observed": f.bic_observed,
+                    "cv_accuracy": cv.accuracy.get(f.order) if cv else None,
+                }
+            )
+    return rows
 
 
 def summary(a: NetworkAnalysis) -> dict[str, Any]:
@@ -185,6 +211,15 @@ def summary(a: NetworkAnalysis) -> dict[str, Any]:
         "hubs_vs_information": {
             k: {"rho": r.rho, "p_t": r.p_t, "n": r.n} for k, r in a.hubs_vs_information.items()
         },
+        "kl_null": a.kl_null.to_dict() if a.kl_null else None,
+        "markov_by_loops": {
+            k: {
+                "selected": m.selected if m else None,
+                "cv_accuracy": (c.accuracy if (c := a.cv_by_loops.get(k)) else None),
+            }
+            for k, m in a.markov_by_loops.items()
+        },
+        "sensitivity": a.sensitivity,
         "paper": PAPER,
         "conventions": a.conventions,
         "notes": a.notes,
@@ -239,12 +274,27 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
         "",
     ]
     lines += [
+        "## Sensitivity to the validation conventions",
+        "",
+        sensitivity_markdown(a.sensitivity),
+        "",
+        f"*{s['sensitivity']}.*",
+        "",
         "## Roles and informational value",
         f"*{s['roles']}.* *{s['kl']}.*",
         f"- I(F; D) = {_fmt(a.mutual_information_nats, 4)} nats.",
     ]
     for k, r in a.hubs_vs_information.items():
         lines.append(f"- Spearman {k}: rho = {_fmt(r.rho)} (p_t {_fmt(r.p_t, 4)}, n = {r.n}).")
+    if (kn := a.kl_null) is not None:
+        sig = int(np.sum(np.asarray(kn.p) <= 0.05))
+        lines.append(
+            f"- Against the label-permutation null ({kn.n} permutations): rho(N_f, KL) = {_fmt(kn.rho_obs)} vs null "
+            f"{_fmt(kn.rho_null_mean)} +- {_fmt(kn.rho_null_sd)} (p_less {_fmt(kn.rho_p_less, 4)}, p_greater "
+            f"{_fmt(kn.rho_p_greater, 4)}); rho(N_f, KL - null mean) = {_fmt(kn.rho_excess)}; {sig} of "
+            f"{int(np.isfinite(kn.p).sum())} findings have KL above the null at p <= 0.05 (uncorrected). "
+            f"*{s['kl_null']}.*"
+        )
     lines += ["", "## Questioning flow and Markov order", f"*{s['flow']}.* *{s['markov']}.*", ""]
     if a.markov:
         lines += [
@@ -256,6 +306,7 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
             for f in a.markov.fits
         ]
         lines += ["", f"Selected orders: {a.markov.selected} (n = {a.markov.n} targets)."]
+    lines += ["", markov_table(a), "", f"*{s['markov_both']}.*", ""]
     if cv:
         acc = ", ".join(f"order {k}: {100 * v:.1f}%" for k, v in cv.accuracy.items())
         lines += [
@@ -281,6 +332,39 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
         *[f"![{name}]({FIGS}/{name})" for name, p in figures.items() if p is not None],
         "",
     ]
+    return "\n".join(lines)
+
+
+def sensitivity_markdown(rows: list[dict[str, Any]]) -> str:
+    """The sensitivity table: one line per (N_t convention, alpha, correction)."""
+    head = "| N_t convention | N_t | alpha | correction | links | findings | diagnoses | modules | Q_B | null Q (mean +- sd) | z | p |"
+    lines = [head, "|" + "---|" * 12]
+    for r in rows:
+        lines.append(
+            f"| {r['n_tests']} | {r['N_t']} | {r['alpha']} | {r['correction']} | {r['links']} | {r['findings']} | "
+            f"{r['diagnoses']} | {r['modules']} | {_fmt(r['Q'])} | {_fmt(r['Q_null_mean'])} +- {_fmt(r['Q_null_sd'])} | "
+            f"{_fmt(r['Q_z'], 2)} | {_fmt(r['Q_p'], 3)} |"
+        )
+    return "\n".join(lines)
+
+
+def markov_table(a: NetworkAnalysis) -> str:
+    """Markov order fits and CV accuracy under both self-loop conventions side by side."""
+    lines = [
+        "| self-loops | order | targets | logL | BIC full | BIC obs | AIC full | AIC obs | CV accuracy | selected (BIC full / obs) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for policy, sel in a.markov_by_loops.items():
+        if sel is None:
+            continue
+        cv = a.cv_by_loops.get(policy)
+        picked = f"{sel.selected.get('bic_full')} / {sel.selected.get('bic_observed')}"
+        for f in sel.fits:
+            acc = f"{100 * cv.accuracy[f.order]:.1f}%" if cv and f.order in cv.accuracy else "n/a"
+            lines.append(
+                f"| {policy}{' (headline)' if policy == a.config.self_loops else ''} | {f.order} | {sel.n} | {f.loglik:.1f} | "
+                f"{f.bic_full:.1f} | {f.bic_observed:.1f} | {f.aic_full:.1f} | {f.aic_observed:.1f} | {acc} | {picked} |"
+            )
     return "\n".join(lines)
 
 

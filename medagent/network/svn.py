@@ -8,9 +8,19 @@ Conventions (METHODS.md §1.1), fixed here and reported next to every result:
   interview.
 * The over-expression p of a pair is ``P(X >= N_fd)`` under the hypergeometric null with ``N_f`` and ``N_d``
   fixed, i.e. ``hypergeom.sf(N_fd - 1, N, N_f, N_d)``; under-expression is ``hypergeom.cdf(N_fd, ...)``.
-* Multiple testing runs over ``N_t = |F| * |D|``: **every** finding × diagnosis pair, including pairs that never
-  co-occur (their p is 1). Bonferroni keeps ``p < alpha / N_t`` (strict, as Tumminello); Benjamini–Hochberg
-  is the step-up rule ``p_(k) <= k * alpha / N_t`` and keeps every ``p <= p_(k*)``.
+* Multiple testing runs over ``N_t`` tests, a convention (``N_TESTS``; the default is Tumminello's):
+
+  - ``all_pairs``: ``N_t = |F| * |D|``, **every** finding × diagnosis pair, including pairs that never
+    co-occur (their p is 1);
+  - ``cooccurring``: only the pairs seen together at least once (``N_fd >= 1``); a pair never seen together
+    cannot be over-expressed, so it is not counted as a test;
+  - ``tarone``: Tarone's (1990) testable pairs. A pair's smallest attainable p is
+    ``P(X >= min(N_f, N_d))``; ``N_t`` is the smallest ``K`` with at most ``K`` pairs whose smallest
+    attainable p is ``<= alpha / K``, and only those pairs are tested (the others could never pass).
+
+  Bonferroni keeps ``p < alpha / N_t`` (strict, as Tumminello); Benjamini–Hochberg is the step-up rule
+  ``p_(k) <= k * alpha / N_t`` over the tested pairs and keeps every ``p <= p_(k*)``. Untested pairs are
+  never validated.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from scipy.stats import hypergeom
 from medagent.interview.types import Annotation
 
 METHODS = ("bonferroni", "bh")
+N_TESTS = ("all_pairs", "cooccurring", "tarone")
 
 
 @dataclass(frozen=True)
@@ -129,9 +140,11 @@ class SVNResult:
         N_fd: Co-occurrence counts.
         p_over: Over-expression p, ``P(X >= N_fd)``.
         p_under: Under-expression p, ``P(X <= N_fd)``.
-        p_bh: BH-adjusted over-expression p over ``n_tests``.
-        n_tests: ``N_t = |F| * |D|`` (all pairs).
+        p_bh: BH-adjusted over-expression p over ``n_tests`` (1 for untested pairs).
+        n_tests: ``N_t`` under ``n_tests_convention``.
         alpha: Family-wise (Bonferroni) and FDR (BH) level.
+        n_tests_convention: One of ``N_TESTS`` (module docstring).
+        tested: Which pairs were tested (all of them under ``all_pairs``).
         bonferroni: ``p_over < alpha / n_tests``.
         bh: BH step-up decisions at ``alpha`` over ``n_tests``.
     """
@@ -147,6 +160,8 @@ class SVNResult:
     alpha: float
     bonferroni: NDArray[np.bool_]
     bh: NDArray[np.bool_]
+    n_tests_convention: str = "all_pairs"
+    tested: NDArray[np.bool_] | None = None
 
     def validated(self, method: str) -> NDArray[np.bool_]:
         """The validated links for ``method`` (``bonferroni`` or ``bh``)."""
@@ -168,16 +183,51 @@ def hypergeom_p(
     return np.asarray(over, dtype=float), np.asarray(under, dtype=float)
 
 
-def svn_links(F: ArrayLike, D: ArrayLike, alpha: float = 0.01) -> SVNResult:
+def min_attainable_p(N: int, N_f: ArrayLike, N_d: ArrayLike) -> NDArray[np.float64]:
+    """The smallest over-expression p a pair can reach, ``P(X >= min(N_f, N_d))`` (1 when either is 0)."""
+    nf, nd = np.broadcast_arrays(np.asarray(N_f), np.asarray(N_d))
+    k = np.minimum(nf, nd)
+    p = np.asarray(hypergeom.sf(k - 1, N, nf, nd), dtype=float)
+    return np.where(k > 0, p, 1.0)
+
+
+def tarone_k(p_min: ArrayLike, alpha: float) -> int:
+    """Tarone's correction factor: the smallest ``K >= 1`` with ``#{p_min <= alpha / K} <= K``."""
+    pm = np.sort(np.asarray(p_min, dtype=float).ravel())
+    for k in range(1, pm.size + 1):
+        if int(np.searchsorted(pm, alpha / k, side="right")) <= k:
+            return k
+    return max(int(pm.size), 1)
+
+
+def count_tests(
+    convention: str, N: int, N_f: ArrayLike, N_d: ArrayLike, N_fd: ArrayLike, alpha: float
+) -> tuple[int, NDArray[np.bool_]]:
+    """``(N_t, tested)`` under ``convention`` (module docstring); ``tested`` has the shape of ``N_fd``."""
+    C = np.asarray(N_fd)
+    if convention == "all_pairs":
+        return int(C.size), np.ones(C.shape, dtype=bool)
+    if convention == "cooccurring":
+        tested = C > 0
+        return int(tested.sum()), tested
+    if convention == "tarone":
+        p_min = min_attainable_p(N, np.asarray(N_f)[:, None], np.asarray(N_d)[None, :])
+        k = tarone_k(p_min, alpha)
+        return k, p_min <= alpha / k
+    raise ValueError(f"unknown n_tests convention {convention!r}; expected one of {N_TESTS}")
+
+
+def svn_links(F: ArrayLike, D: ArrayLike, alpha: float = 0.01, n_tests: str = "all_pairs") -> SVNResult:
     """Validates every finding–diagnosis pair against the hypergeometric null.
 
     Args:
         F: Interview × finding incidence (non-zero = present; binarised here).
         D: Interview × diagnosis incidence (same rows as ``F``).
         alpha: Level for both Bonferroni and BH.
+        n_tests: The ``N_t`` convention, one of ``N_TESTS`` (module docstring).
 
     Returns:
-        The counts, p-values and both decisions over ``N_t = |F| * |D|`` tests.
+        The counts, p-values and both decisions over ``N_t`` tests.
     """
     Fb = np.asarray(F) != 0
     Db = np.asarray(D) != 0
@@ -188,8 +238,12 @@ def svn_links(F: ArrayLike, D: ArrayLike, alpha: float = 0.01) -> SVNResult:
     N_d = Db.sum(axis=0).astype(np.int64)
     N_fd = (Fb.astype(np.int64).T @ Db.astype(np.int64)).astype(np.int64)
     p_over, p_under = hypergeom_p(N, N_f[:, None], N_d[None, :], N_fd)
-    n_tests = int(N_fd.size)
-    flat = p_over.ravel()
+    nt, tested = count_tests(n_tests, N, N_f, N_d, N_fd, alpha)
+    p_bh = np.ones(p_over.shape)
+    bh = np.zeros(p_over.shape, dtype=bool)
+    if tested.any():
+        p_bh[tested] = bh_adjust(p_over[tested], nt)
+        bh[tested] = bh_reject(p_over[tested], alpha, nt)
     return SVNResult(
         N=N,
         N_f=N_f,
@@ -197,9 +251,11 @@ def svn_links(F: ArrayLike, D: ArrayLike, alpha: float = 0.01) -> SVNResult:
         N_fd=N_fd,
         p_over=p_over,
         p_under=p_under,
-        p_bh=bh_adjust(flat, n_tests).reshape(p_over.shape),
-        n_tests=n_tests,
+        p_bh=p_bh,
+        n_tests=nt,
         alpha=alpha,
-        bonferroni=p_over < alpha / max(n_tests, 1),
-        bh=bh_reject(flat, alpha, n_tests).reshape(p_over.shape),
+        bonferroni=tested & (p_over < alpha / max(nt, 1)),
+        bh=bh,
+        n_tests_convention=n_tests,
+        tested=tested,
     )

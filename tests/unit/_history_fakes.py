@@ -108,7 +108,7 @@ class FakeClinician:
                 "summary": f"Summary after turn {turn}.",
                 "facts": facts,
                 "differential": self.differential(turn),
-                "red_flags": ["haemoptysis"] if "blood" in a.lower() else [],
+                "red_flags": [{"id": "haemoptysis", "quote": a}] if "blood" in a.lower() else [],
                 "route": "question",
             }
         )

@@ -13,6 +13,7 @@ from medagent.network.figures import FIGURES
 from medagent.network.inputs import load_annotations
 from medagent.network.meditod import read_meditod
 from medagent.network.report import REPORT, SUMMARY, TABLES, write_report
+from medagent.network.sensitivity import SensitivityConfig
 from tests.unit._netref import REPO, synthetic_annotations
 
 FAST = NetworkAnalysisConfig(
@@ -24,6 +25,9 @@ FAST = NetworkAnalysisConfig(
     curveball_burnin=200,
     curveball_thin=5,
     cv_folds=5,
+    kl_null_samples=30,
+    # Q only per cell here (no map_fn calls); test_sensitivity_* cover the cell nulls.
+    sensitivity=SensitivityConfig(alphas=[0.05, 0.01], null_samples=0, restarts=2),
 )
 MEDITOD = REPO.parent / "shared" / "data" / "meditod_public_sample" / "data" / "dialogs.json"
 
@@ -55,6 +59,8 @@ def test_analysis_on_synthetic_interviews_writes_everything(tmp_path: Path) -> N
         "flow_edges.csv",
         "category_positions.csv",
         "validation.csv",
+        "sensitivity.csv",
+        "markov_both.csv",
     ):
         assert (tmp_path / TABLES / table).exists(), table
     report = (tmp_path / REPORT).read_text()
@@ -62,7 +68,11 @@ def test_analysis_on_synthetic_interviews_writes_everything(tmp_path: Path) -> N
         "N_t = |F|*|D|",
         "sorted by decreasing fill",
         "P(D) = joint",
-        "self-loops keep",
+        "self-loops collapse (runs of one category merged into one visit)",
+        "| keep | 1 |",
+        "| collapse (headline) | 1 |",
+        "label permutation",
+        "| tarone |",
         "npar full",
         "p_less",
         "Significance of Q_B",
@@ -73,6 +83,11 @@ def test_analysis_on_synthetic_interviews_writes_everything(tmp_path: Path) -> N
     assert s["modularity"]["binary"]["modules"] == 3
     assert s["modularity_null"]["n"] == 12 and s["modularity_null"]["seed"] == FAST.seed
     assert s["modularity_null"]["p"] == s["modularity_null"]["p_greater"]
+    # The grid: 3 N_t conventions x 2 alphas x 2 corrections, each with the link count it decides.
+    assert len(s["sensitivity"]) == 12
+    assert {r["n_tests"] for r in s["sensitivity"]} == {"all_pairs", "cooccurring", "tarone"}
+    assert set(s["markov_by_loops"]) == {"keep", "collapse"}
+    assert s["kl_null"]["n"] == 30
 
 
 def test_null_samples_do_not_depend_on_the_executor() -> None:
@@ -92,6 +107,30 @@ def test_null_samples_do_not_depend_on_the_executor() -> None:
     assert a.modularity_null is not None and b.modularity_null is not None
     np.testing.assert_array_equal(a.modularity_null.samples, b.modularity_null.samples)
     assert repr(a.modularity_null.to_dict()) == repr(b.modularity_null.to_dict())  # NaN z: by repr
+
+
+def test_both_self_loop_conventions_are_fitted_on_their_own_sequences() -> None:
+    anns = synthetic_annotations(30, seed=4)
+    a = analyze(anns, FAST)
+    keep, collapse = a.markov_by_loops["keep"], a.markov_by_loops["collapse"]
+    assert keep is not None and collapse is not None
+    # Every interview opens "symptom, symptom" with probability 0.81: collapsing runs removes targets.
+    assert collapse.n < keep.n
+    assert a.markov is collapse and a.cv is a.cv_by_loops["collapse"]
+    b = analyze(anns, NetworkAnalysisConfig(**{**FAST.__dict__, "self_loops": "keep"}))
+    assert b.markov is not None and b.markov.n == keep.n
+    assert b.markov.fits[1].loglik == pytest.approx(keep.fits[1].loglik)
+
+
+def test_kl_permutation_columns_join_the_findings_table() -> None:
+    a = analyze(synthetic_annotations(60), FAST)
+    assert a.kl_null is not None
+    rows = {r["finding"]: r for r in a.finding_table}
+    # Syndrome-specific findings carry information beyond the permutation null; "coughing" (in every
+    # syndrome at the same rate) does not.
+    assert rows["tonsillar exudate"]["KL_joint_perm_p"] <= 1 / 31 + 1e-12
+    assert rows["coughing"]["KL_joint_perm_p"] > 0.05
+    assert rows["coughing"]["KL_joint_excess"] < rows["tonsillar exudate"]["KL_joint_excess"]
 
 
 def test_no_validated_link_is_reported_not_raised(tmp_path: Path) -> None:
