@@ -53,7 +53,9 @@ def _messages(i: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": QUESTIONS[i % len(QUESTIONS)] + f" (case {i})"}]
 
 
-async def _in_process(engine_kwargs: dict[str, Any], model: str, n: int, conc: int, max_tokens: int) -> tuple[float, int]:
+async def _in_process(
+    engine_kwargs: dict[str, Any], model: str, n: int, conc: int, max_tokens: int
+) -> tuple[float, int]:
     from transformers import AutoTokenizer
     from vllm import AsyncEngineArgs, SamplingParams
     from vllm.v1.engine.async_llm import AsyncLLM
