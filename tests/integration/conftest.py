@@ -76,3 +76,25 @@ def clear_serve_apps() -> None:
 
     for name in list(serve.status().applications):
         serve.delete(name)
+
+
+def one_dialogue_data_root(tmp_path: Any, data_root: Any, interview: str = "RES0006", turns: int = 3) -> Any:
+    """A data root holding one short real interview (its first ``turns`` turns) beside MediTOD's sample,
+    for the LLM annotator: returns (data root, the interview)."""
+    from medagent.interview.transcripts import load_transcripts
+
+    root = tmp_path / "data"
+    (root / "fareez_osce_transcripts").mkdir(parents=True)
+    (root / "meditod_public_sample").symlink_to(data_root / "meditod_public_sample")
+    [iv], _ = load_transcripts(ids=[interview], data_root=data_root)
+    text = "\n\n".join(f"{t.speaker[0].upper()}: {t.text}" for t in iv.turns[:turns])
+    (root / "fareez_osce_transcripts" / f"{interview}.txt").write_text(text)
+    return root, iv
+
+
+def llm_annotator() -> Any:
+    """The LLM annotator sized for a 135M model: short, capped replies keep its constrained output valid."""
+    from medagent.config import AnnotatorConfig
+
+    return AnnotatorConfig(kind="llm", max_chunk_tokens=400, max_tokens=120, max_findings=2, max_diagnoses=1,
+                           list_symptoms_in_prompt=False, max_concurrency=1)  # fmt: skip

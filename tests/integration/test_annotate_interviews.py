@@ -10,16 +10,15 @@ import pytest
 
 from medagent.config import (
     AnnotateRunConfig,
-    AnnotatorConfig,
     ClusterConfig,
     InterviewsConfig,
     LLMConfig,
     ModelConfig,
 )
-from medagent.interview.transcripts import load_transcripts
 from medagent.interview.types import INQUIRY_CATEGORIES, Annotation
 from medagent.run import RunDir
 from pipelines.annotate_interviews import run
+from tests.integration.conftest import llm_annotator, one_dialogue_data_root
 
 pytestmark = pytest.mark.integration
 
@@ -59,24 +58,10 @@ def test_llm_annotator_on_ray_with_a_real_small_model(
     ray_cluster: Any, cluster_cfg: ClusterConfig, tmp_path: Path, data_root: Path
 ) -> None:
     # One short real interview (the first 3 turns of RES0006) in a data root of its own.
-    root = tmp_path / "data"
-    (root / "fareez_osce_transcripts").mkdir(parents=True)
-    (root / "meditod_public_sample").symlink_to(data_root / "meditod_public_sample")
-    [iv], _ = load_transcripts(ids=["RES0006"], data_root=data_root)
-    text = "\n\n".join(f"{t.speaker[0].upper()}: {t.text}" for t in iv.turns[:3])
-    (root / "fareez_osce_transcripts" / "RES0006.txt").write_text(text)
+    root, iv = one_dialogue_data_root(tmp_path, data_root)
     cfg = AnnotateRunConfig(
         interviews=InterviewsConfig(name="one", source="fareez", prefix="RES"),
-        # Short, capped replies keep a 135M model's constrained output valid and fast.
-        annotator=AnnotatorConfig(
-            kind="llm",
-            max_chunk_tokens=400,
-            max_tokens=120,
-            max_findings=2,
-            max_diagnoses=1,
-            list_symptoms_in_prompt=False,
-            max_concurrency=1,
-        ),
+        annotator=llm_annotator(),
         llm=SMOL,
         cluster=cluster_cfg,
         data_root=str(root),

@@ -25,7 +25,6 @@ import yaml
 from medagent.config import (
     AgentConfig,
     AnnotateRunConfig,
-    AnnotatorConfig,
     ClusterConfig,
     HistoryAgentConfig,
     InterviewEvalConfig,
@@ -40,7 +39,7 @@ from medagent.config import (
     to_dataclass,
 )
 from medagent.run import RunDir
-from tests.integration.conftest import clear_serve_apps
+from tests.integration.conftest import clear_serve_apps, llm_annotator, one_dialogue_data_root
 
 pytestmark = [
     pytest.mark.integration,
@@ -216,27 +215,13 @@ def test_run_interviews_over_vllm(
 def test_annotate_one_dialogue_over_vllm(
     vllm_app: str, cluster: ClusterConfig, data_root: Path, tmp_path: Path
 ) -> None:
-    from medagent.interview.transcripts import load_transcripts
     from medagent.interview.types import INQUIRY_CATEGORIES, Annotation
     from pipelines.annotate_interviews import run
 
-    root = tmp_path / "data"
-    (root / "fareez_osce_transcripts").mkdir(parents=True)
-    (root / "meditod_public_sample").symlink_to(data_root / "meditod_public_sample")
-    [iv], _ = load_transcripts(ids=["RES0006"], data_root=data_root)
-    text = "\n\n".join(f"{t.speaker[0].upper()}: {t.text}" for t in iv.turns[:3])
-    (root / "fareez_osce_transcripts" / "RES0006.txt").write_text(text)
+    root, _ = one_dialogue_data_root(tmp_path, data_root)
     cfg = AnnotateRunConfig(
         interviews=InterviewsConfig(name="one", source="fareez", prefix="RES"),
-        annotator=AnnotatorConfig(
-            kind="llm",
-            max_chunk_tokens=400,
-            max_tokens=120,
-            max_findings=2,
-            max_diagnoses=1,
-            list_symptoms_in_prompt=False,
-            max_concurrency=1,
-        ),  # fmt: skip
+        annotator=llm_annotator(),
         llm=VLLM,
         cluster=cluster,
         data_root=str(root),
