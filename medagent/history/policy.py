@@ -1,10 +1,11 @@
 """Next question: the most valuable missing slot, phrased by the model, checked for redundancy.
 
-**Which slot.** The most valuable missing slot is the first eligible slot (``phases.eligible_slots``: no
-value yet, asked fewer than ``max_asks_per_slot`` times, allowed in the phase) in the configured priority
-order of categories (``paper`` or ``physician``; slot order inside a category); the completeness weights
-decide *when* phases move, the order decides *what* comes next. In Confirmation the target is ``other``: a
-question that confirms or rules out the leading hypotheses or a red flag.
+**Which slot.** ``phases.ranked_slots``: every missing slot (no value yet, asked fewer than
+``max_asks_per_slot`` times) in any phase, ordered by pass (``slots_per_pass``), then either by the
+configured category order (``policy=order``: ``paper`` or ``physician``) or by the expected value of asking
+it in the current state (``policy=information``: ``medagent.history.value``). The phase does not restrict
+the candidates; the completeness weights and entropy decide *when* phases move. In Confirmation the target
+is ``other`` first: a question that confirms or rules out the leading hypotheses or a red flag.
 
 **Phrasing.** The model writes the question for that slot given the state (``history_question``) and says
 which slot it actually asks about. A malformed reply falls back to the slot's plain question (recorded).
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, require_str
-from medagent.history.phases import Rules, eligible_slots
+from medagent.history.phases import Rules, ranked_slots
 from medagent.history.preprocess import render_differential, slot_table
 from medagent.history.redundancy import RedundancyChecker, normalise_text
 from medagent.history.state import (
@@ -73,12 +74,9 @@ def fallback_question(slot: str, state: InterviewState) -> str:
 
 def candidate_slots(state: InterviewState, rules: Rules, skip: set[str]) -> list[str]:
     """Targets in order of value for this turn (module docstring)."""
+    order = ranked_slots(state, rules)
     if state.phase is Phase.CONFIRMATION:
-        order = [NO_SLOT, *eligible_slots(state, rules, Phase.DEEP_DIVE)]
-    else:
-        order = eligible_slots(state, rules)
-        if not order:  # the phase machine moves on after the answer; meanwhile ask anything still missing
-            order = eligible_slots(state, rules, Phase.DEEP_DIVE)
+        order = [NO_SLOT, *order]
     return [s for s in order if s not in skip]
 
 
