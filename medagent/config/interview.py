@@ -105,7 +105,7 @@ class HistoryAgentConfig:
     policy: str = "order"
     priorities: str = "paper"
     priorities_file: str | None = None
-    # Built by `python -m medagent.history.information build`; null = conf/interview/information_res.json.
+    # Built by `python -m medagent.history.build_information`; null = conf/interview/information_res.json.
     information_file: str | None = None
     # V(s) = gain * (completeness s adds) + best unknown finding's (iv * p * KL + entropy * dH).
     information_weight_gain: float = 1.0

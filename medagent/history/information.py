@@ -20,16 +20,14 @@ values for the current differential (``medagent.history.value``).
 **Physician order.** Categories ranked by the mean relative position of the training physicians' questions
 (``medagent.network.flow.mean_positions``, ``which="all"``); never-asked categories go last.
 
-The table is built by ``python -m medagent.history.information build`` (``main``) and is small JSON.
+The table is built by ``python -m medagent.history.build_information`` and is small JSON.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -270,42 +268,3 @@ def build_table(
         disease_terms=_restricted_terms(annotator.diseases, set(diagnoses)),
         source=source,
     )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m medagent.history.information build [--data-root D] [--out F]``: (re)build the table."""
-    from medagent.interview.meditod import load_ontology
-    from medagent.interview.transcripts import load_transcripts
-
-    parser = argparse.ArgumentParser(prog="python -m medagent.history.information", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="split the RES interviews and count the training table")
-    b.add_argument("--data-root", default=None, help="data root (default: MEDAGENT_DATA or ../shared/data)")
-    b.add_argument("--out", default=None, help=f"output JSON (default: the packaged conf/{PACKAGED_TABLE})")
-    b.add_argument("--prefix", default="RES", help="Fareez transcript id prefix")
-    b.add_argument("--eval-fraction", type=float, default=DEFAULT_EVAL_FRACTION)
-    b.add_argument("--salt", default=DEFAULT_SALT)
-    args = parser.parse_args(argv)
-    interviews, _files = load_transcripts(args.prefix, args.data_root)
-    train, ev = split_ids([iv.id for iv in interviews], args.eval_fraction, args.salt)
-    annotator = LexiconAnnotator.from_ontology(load_ontology(args.data_root))
-    table = build_table(
-        interviews,
-        annotator,
-        train,
-        ev,
-        salt=args.salt,
-        eval_fraction=args.eval_fraction,
-        source=f"fareez {args.prefix} transcripts, lexicon annotator, {len(train)} train / {len(ev)} eval",
-    )
-    out = table_path(args.out)
-    out.write_text(table.to_json(), encoding="utf-8")
-    print(
-        f"{out}: {table.n_interviews} training interviews, {len(table.findings)} findings x "
-        f"{len(table.diagnoses)} diagnoses; physician order {table.physician_order}"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,6 +12,7 @@ import yaml
 
 from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent
+from medagent.history.build_information import main as information_main
 from medagent.history.information import (
     CATEGORY_PREFIX,
     InformationTable,
@@ -20,6 +21,7 @@ from medagent.history.information import (
     load_table,
     split_ids,
     split_record,
+    table_path,
 )
 from medagent.history.phases import Rules, ranked_slots, slot_values
 from medagent.history.state import (
@@ -216,3 +218,9 @@ def test_split_record_guards_runs_that_learn_from_the_training_split() -> None:
             split_record(cfg, [table.train_ids[0]])
     # The single-shot baseline asks nothing, so nothing learned reaches it.
     assert split_record(HistoryAgentConfig(mode="single_shot", policy="information"), table.train_ids) is None
+
+
+def test_the_packaged_table_is_what_the_cli_builds_from_the_data(data_root: Any, tmp_path: Any) -> None:
+    out = tmp_path / "table.json"
+    assert information_main(["--data-root", str(data_root), "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == table_path(None).read_text(encoding="utf-8")
