@@ -171,6 +171,8 @@ async function refresh(view) {
   renderState(full);
   renderTranscript(full.state);
   $("question").textContent = full.status === "asking" ? full.question : "";
+  const pending = full.state.asked.at(-1);
+  $("why").textContent = full.status === "asking" && pending && pending.reason ? `Why: ${pending.reason}` : "";
   answerBox.disabled = full.status !== "asking";
   if (full.status === "finished") {
     renderAssessment(full);
@@ -235,6 +237,7 @@ async function resume() {
   $("assessment-section").hidden = true;
   $("transcript").replaceChildren();
   $("question").textContent = "";
+  $("why").textContent = "";
   answerBox.disabled = true;
   try {
     sessionId = match[1];

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, require_str
-from medagent.history.phases import Rules, ranked_slots
+from medagent.history.phases import Rules, ranked_slots, slot_pass, slot_values
 from medagent.history.preprocess import render_differential, slot_table
 from medagent.history.redundancy import RedundancyChecker, normalise_text
 from medagent.history.state import (
@@ -78,6 +78,17 @@ def candidate_slots(state: InterviewState, rules: Rules, skip: set[str]) -> list
     if state.phase is Phase.CONFIRMATION:
         order = [NO_SLOT, *order]
     return [s for s in order if s not in skip]
+
+
+def choice_reason(state: InterviewState, rules: Rules, slot: str) -> str:
+    """Why ``slot`` was the target, for the trace and the patient page."""
+    if slot not in SLOT_BY_NAME:
+        return "confirmation: the leading hypotheses and red flags"
+    if rules.cfg.policy == "information":
+        v = slot_values(state, rules, [slot])[slot]
+        via = f" via {v.best}" if v.best else ""
+        return f"V={v.value:.3f} = completeness {v.gain:.3f} + information {v.information:.3f}{via}"
+    return f"{rules.cfg.priorities} order, pass {slot_pass(slot, rules.cfg.slots_per_pass) + 1}"
 
 
 @dataclass
@@ -136,7 +147,7 @@ class QuestionPolicy:
         """The next question for ``state`` (phase and opening handled here), with any blocked proposals."""
         events: list[Event] = []
         if not state.asked:
-            q = AskedQuestion(0, self.cfg.opening_question, "symptom", state.phase.value)
+            q = AskedQuestion(0, self.cfg.opening_question, "symptom", state.phase.value, reason="opening")
             return Proposal(events, q)
         skip: set[str] = set()
         last_blocked: dict[str, BlockedQuestion] = {}
@@ -155,7 +166,10 @@ class QuestionPolicy:
                 text, about = fallback_question(slot, state), slot
             verdict = self.checker.check(state, text, about)
             if verdict.ok:
-                return Proposal(events, AskedQuestion(state.turn, text, about, state.phase.value))
+                why = choice_reason(state, self.rules, slot)
+                if about != slot:
+                    why += f" (target {slot}; the question asks about {about})"
+                return Proposal(events, AskedQuestion(state.turn, text, about, state.phase.value, reason=why))
             refused.add(normalise_text(text))
             blocked = BlockedQuestion(state.turn, text, about, str(verdict.reason), verdict.similar_to)
             event = Blocked(blocked)

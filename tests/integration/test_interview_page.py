@@ -132,6 +132,7 @@ def test_a_person_interviews_through_the_page(page_url: str, browser: Any) -> No
     _wait(browser, "the second question", lambda d: _idle(d) and _text(d, "turn") == "2")
     assert "cough and a fever" in _text(browser, "slots") and "viral URTI" in _text(browser, "differential")
     assert "I have a cough and a fever." in _text(browser, "transcript") and _text(browser, "message") == ""
+    assert _text(browser, "why") == "Why: paper order, pass 1"  # the policy's reason for this question
 
     # A red flag moves the agent to Confirmation; two confirmation questions later it assesses.
     _answer(browser, "This morning I coughed up blood.")

@@ -124,12 +124,15 @@ def test_packaged_table_gives_state_dependent_choices() -> None:
     assert all(np.isfinite(x.value) and x.value > 0 for x in v.values())
 
 
-def _run_agent(**cfg: Any) -> list[str]:
+def _run(**cfg: Any) -> Any:
     agent = HistoryTakingAgent(
         FakeClinician().model, HistoryAgentConfig(**cfg), FakeRetriever(), BagOfWordsEmbedder()
     )
-    result = asyncio.run(agent.run(ScriptedPatient()))
-    return [t.slot for t in result.turns]
+    return asyncio.run(agent.run(ScriptedPatient()))
+
+
+def _run_agent(**cfg: Any) -> list[str]:
+    return [t.slot for t in _run(**cfg).turns]
 
 
 @pytest.mark.parametrize(
@@ -144,9 +147,15 @@ def test_every_category_is_reached_within_16_turns(cfg: dict[str, Any]) -> None:
 
 
 def test_information_policy_asks_in_another_order_than_the_fixed_ones() -> None:
-    paper = _run_agent(max_turns=16)
-    info = _run_agent(max_turns=16, policy="information")
-    assert info != paper and set(info) == set(paper)  # same first pass, other order
+    paper = _run(max_turns=16)
+    info = _run(max_turns=16, policy="information")
+    assert [t.slot for t in info.turns] != [t.slot for t in paper.turns]
+    assert {t.slot for t in info.turns} == {t.slot for t in paper.turns}  # same first pass, other order
+    # Each choice says why, in the trace and in the state the patient page reads.
+    assert paper.turns[0].reason == info.turns[0].reason == "opening"
+    assert all(t.reason == "paper order, pass 1" for t in paper.turns[1:])
+    assert all(t.reason.startswith("V=") and "completeness" in t.reason for t in info.turns[1:])
+    assert info.final_state.asked[3].reason == info.turns[3].reason
 
 
 def test_split_is_fixed_and_disjoint() -> None:
