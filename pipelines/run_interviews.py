@@ -35,9 +35,9 @@ from medagent.history.evaluate import (
     disease_canonical,
     physician_diagnoses,
 )
+from medagent.history.information import split_record
 from medagent.history.paired import paired_table, pairs_csv_rows
 from medagent.history.repeats import TopicRepeats
-from medagent.history.information import split_record
 from medagent.history.report import (
     RunRecords,
     format_table,

@@ -233,3 +233,32 @@ def test_the_packaged_table_is_what_the_cli_builds_from_the_data(data_root: Any,
     out = tmp_path / "table.json"
     assert information_main(["--data-root", str(data_root), "--out", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == table_path(None).read_text(encoding="utf-8")
+
+
+def test_the_policy_arms_have_their_own_names() -> None:
+    from medagent.history.session import arm_name
+
+    names = [
+        arm_name(HistoryAgentConfig()),
+        arm_name(HistoryAgentConfig(priorities="physician")),
+        arm_name(HistoryAgentConfig(policy="information")),
+        arm_name(HistoryAgentConfig(policy="information", retrieval=False)),
+    ]
+    assert names == ["amq", "amq:physician", "amq:information", "amq:information:no_retrieval"]
+
+
+@pytest.mark.parametrize(
+    ("agent", "arm"),
+    [("amq", "amq"), ("amq_physician", "amq:physician"), ("amq_information", "amq:information")],
+)
+def test_the_three_policy_arms_compose(agent: str, arm: str) -> None:
+    from medagent.history.session import arm_name
+    from tests.unit.test_run_interviews import _compose
+
+    cfg = _compose("run_interviews", f"agent={agent}", "interviews=osce_res_eval")
+    assert (
+        arm_name(cfg.agent) == arm
+        and cfg.agent.max_turns == 16
+        and cfg.interviews.ids == load_table().eval_ids
+    )
+    Rules.from_config(cfg.agent)  # the table and the orders load
