@@ -24,7 +24,7 @@ ARGS ?=
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo demo-index test unit integration lint typecheck bench index guidelines-index validate-manifests clean help
+.PHONY: setup demo demo-index test unit integration lint typecheck bench index guidelines-index validate-manifests browser-deps clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -65,7 +65,24 @@ unit: setup  ## fast unit tests (fakes, no Ray)
 integration: setup  ## real Ray, Serve, small real models and shared data
 	$(PY) -m pytest tests/integration -q
 
-test: setup lint typecheck  ## the whole suite: lint, types, unit, integration
+# The patient page's browser test needs Debian's chromium + chromium-driver. Installed with apt when missing
+# and permitted (root, or password-less sudo; MEDAGENT_NO_APT=1 opts out); never fails: without them the
+# test is skipped and says why.
+APT_BROWSER := chromium chromium-driver
+browser-deps:  ## chromium + chromium-driver for the patient page's browser test (apt, when missing and permitted)
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ -n "$$MEDAGENT_NO_APT" ] || ! command -v apt-get >/dev/null 2>&1; then \
+	    echo "browser-deps: chromium/chromedriver missing, apt not used: the browser test will be skipped"; \
+	else \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	    if [ "$$SUDO" = none ]; then echo "browser-deps: not root and no password-less sudo: the browser test will be skipped"; \
+	    else echo "browser-deps: apt-get install $(APT_BROWSER)"; \
+	        $$SUDO apt-get install -y -q $(APT_BROWSER) >/dev/null 2>&1 \
+	        || { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q $(APT_BROWSER) >/dev/null 2>&1; } \
+	        || echo "browser-deps: apt-get could not install $(APT_BROWSER): the browser test will be skipped"; fi; \
+	fi
+
+test: setup lint typecheck browser-deps  ## the whole suite: lint, types, unit, integration (+ the browser test)
 	$(PY) -m pytest tests -q --timeout=900
 
 bench: setup  ## Ray pipeline vs plain process, questions/s ratio

@@ -6,12 +6,16 @@ request (unknown source, refused prompt) become 4xx here and nowhere deeper. Ope
 
 Interview sessions (``actors.interview_sessions``): unknown or expired session -> 404, finished or busy
 session -> 409, too many live sessions -> 429, a failed LLM / retriever call -> 502 (the session keeps its
-state: send the answer again).
+state: send the answer again). ``GET /interview`` serves the page where a person plays the patient
+(``actors/static/interview.html`` + ``interview.js``, package data, no build step): it calls the same
+session routes and turns each of those refusals into a sentence.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Response
@@ -19,6 +23,7 @@ from ray import serve
 
 from actors.interview_sessions import SessionConflict, SessionLimitReached, SessionNotFound
 from medagent.api import (
+    MAX_ANSWER_CHARS,
     ChatCompletionRequest,
     InterviewAnswerRequest,
     InterviewSessionResponse,
@@ -42,6 +47,16 @@ def _message(exc: Exception) -> str:
     """The replica's own message (the last line of a re-raised Ray error)."""
     lines = [x for x in str(exc).splitlines() if x.strip()]
     return re.sub(r"^[\w.]+: ", "", lines[-1]) if lines else type(exc).__name__
+
+
+PAGE_FILES = {"interview.html": "text/html; charset=utf-8", "interview.js": "text/javascript; charset=utf-8"}
+
+
+@lru_cache(maxsize=len(PAGE_FILES))
+def page_file(name: str) -> str:
+    """A file of the patient page, with the answer limit the API enforces filled in (checked in the page too)."""
+    text = resources.files("actors").joinpath("static", name).read_text(encoding="utf-8")
+    return text.replace("__MAX_ANSWER_CHARS__", str(MAX_ANSWER_CHARS))
 
 
 @serve.ingress(app)
@@ -141,3 +156,13 @@ class Ingress:
     async def delete_interview(self, session_id: str) -> Response:
         await self._session_call("delete", session_id)
         return Response(status_code=204)
+
+    # ------------------------------------------------------------------------ the human patient's page
+    @app.get("/interview", include_in_schema=False)
+    async def interview_page(self) -> Response:
+        """The page where a person plays the patient (works only with interview sessions enabled)."""
+        return Response(page_file("interview.html"), media_type=PAGE_FILES["interview.html"])
+
+    @app.get("/interview/interview.js", include_in_schema=False)
+    async def interview_script(self) -> Response:
+        return Response(page_file("interview.js"), media_type=PAGE_FILES["interview.js"])

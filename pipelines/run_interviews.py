@@ -35,6 +35,7 @@ from medagent.history.evaluate import (
     disease_canonical,
     physician_diagnoses,
 )
+from medagent.history.information import split_record
 from medagent.history.paired import paired_table, pairs_csv_rows
 from medagent.history.repeats import TopicRepeats
 from medagent.history.report import (
@@ -290,7 +291,12 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
     config = json.loads(json.dumps(asdict(cfg), default=str))  # as the manifest stores it
     if cfg.resume_check:  # interviews run under other settings never mix into one report
         check_resume(previous, config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done))
-    manifest = build_manifest(config, data.files, previous, n_interviews=len(data.interviews))
+    # policy=information and the physician order are learned from the training split: refuse to evaluate a
+    # training interview, and record the split (and checksum its table) in the manifest.
+    split = split_record(cfg.agent, [iv.id for iv in data.interviews])
+    files = [*data.files, split[1]] if split else data.files
+    extra: dict[str, Any] = {"split": split[0]} if split else {}
+    manifest = build_manifest(config, files, previous, n_interviews=len(data.interviews), **extra)
     rd.write_json(rd.manifest, manifest)
     todo = [iv for iv in data.interviews if iv.id not in done]
     if own := own_transcripts(cfg):  # the control summarises amq's interviews: only those it finished

@@ -91,14 +91,31 @@ class HistoryAgentConfig:
     ``medagent.history.agent``) or ``single_shot`` (the paper's baseline: one summary, one assessment).
     Thresholds are on the completeness score C in [0, 1] and on the differential's normalised entropy in
     [0, 1] (``medagent.history.phases``). ``priorities`` selects the priority order of
-    ``conf/interview/priorities.yaml``: ``paper`` (hand-set) or ``physician`` (empirical); the completeness
-    weights always come from that file's ``paper`` section.
+    ``conf/interview/priorities.yaml``: ``paper`` (hand-set) or ``physician`` (empirical, from the RES
+    training split); the completeness weights always come from that file's ``paper`` section. ``policy``
+    picks the next slot by that order (``order``) or by expected value (``information``,
+    ``medagent.history.value``).
     """
 
     kind: str = "history"
     mode: str = "amq"
+    # Next slot: "order" (the first missing slot in the `priorities` order) or "information" (the missing
+    # slot of highest expected value for the current state, medagent.history.value, computed from the
+    # training table `information_file`; ties keep the `priorities` order).
+    policy: str = "order"
     priorities: str = "paper"
     priorities_file: str | None = None
+    # Built by `python -m medagent.history.build_information`; null = conf/interview/information_res.json.
+    information_file: str | None = None
+    # V(s) = gain * (completeness s adds) + best unknown finding's (iv * p * KL + entropy * dH).
+    information_weight_gain: float = 1.0
+    information_weight_iv: float = 1.0
+    information_weight_entropy: float = 1.0
+    # Share of the training prior P(D) mixed into the agent's differential (also its stand-in when empty).
+    information_prior_mix: float = 0.1
+    # Each category offers at most this many of its slots per pass over the categories (slot order), so every
+    # category is reached before one is exhausted; null = one pass (strict category order).
+    slots_per_pass: int | None = 4
     max_turns: int = 16
     completion_threshold: float = 0.85
     triage_to_hypothesis: float = 0.15
@@ -109,7 +126,8 @@ class HistoryAgentConfig:
     # Deep Dive ends early when the differential is this sharp and C >= hypothesis_to_deep_dive.
     entropy_confirmation: float = 0.35
     confirmation_turns: int = 2
-    # Slots eligible per phase (names from medagent.history.state.SLOTS); empty = every slot.
+    # What ends Triage and Hypothesis Formation when no slot of theirs is left to ask (names from
+    # medagent.history.state.SLOTS, categories); they no longer restrict which slot is asked.
     triage_slots: list[str] = field(default_factory=lambda: ["symptom", "onset", "duration", "severity"])
     hypothesis_categories: list[str] = field(
         default_factory=lambda: ["symptom", "medical_history", "medication", "medical_test", "disease"]

@@ -60,6 +60,7 @@ class TurnRecord:
     red_flags: tuple[str, ...]
     blocked: int
     phase_after: str
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -267,6 +268,7 @@ class HistoryTakingAgent:
                     red_flags=state.red_flags,
                     blocked=len(state.blocked) - blocked_before,
                     phase_after=state.phase.value,
+                    reason=question.reason,
                 )
             )
         assessment = await self.finish(state, log=log)

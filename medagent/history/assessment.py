@@ -47,7 +47,8 @@ class Assessment:
         next_steps: Investigations, treatment, follow-up.
         red_flags: Urgent findings to act on, as the model states them.
         summary: The clinical summary the retrieval query was.
-        passages: Retrieved passages (id, doc_id, source, title, score; content left out).
+        passages: Retrieved passages (id, doc_id, source, title, score, the first ``PASSAGE_EXCERPT_CHARS``
+            characters as ``excerpt``).
         grounded: Whether any passage was given to the model.
         valid: False when the reply was unusable (fields empty).
         errors: Handled problems (malformed replies, unknown citations).
@@ -98,8 +99,20 @@ async def summarise(
     )
 
 
+# Characters of each passage kept with the assessment: enough for a reader (the patient page) to see what a
+# citation points at, without storing whole guideline documents in every interview row.
+PASSAGE_EXCERPT_CHARS = 400
+
+
 def passage_meta(doc: Doc) -> dict[str, Any]:
-    return {"id": doc.id, "doc_id": doc.doc_id, "source": doc.source, "title": doc.title, "score": doc.score}
+    return {
+        "id": doc.id,
+        "doc_id": doc.doc_id,
+        "source": doc.source,
+        "title": doc.title,
+        "score": doc.score,
+        "excerpt": doc.content[:PASSAGE_EXCERPT_CHARS],
+    }
 
 
 async def retrieve_passages(retriever: Retriever, summary: str, cfg: HistoryAgentConfig) -> list[Doc]:

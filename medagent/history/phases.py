@@ -11,11 +11,21 @@ Definitions (the paper names the quantities, not their formulas; these are ours)
 * **Transitions** (thresholds in ``HistoryAgentConfig``), checked after every answer, at most one step per
   answer except for a red flag:
   - any phase -> Confirmation as soon as a red flag is present;
-  - Triage -> Hypothesis Formation when C >= ``triage_to_hypothesis`` or no triage slot is left to ask;
+  - Triage -> Hypothesis Formation when C >= ``triage_to_hypothesis`` or no ``triage_slots`` slot is left;
   - Hypothesis Formation -> Deep Dive when the differential is non-empty and (C >= ``hypothesis_to_deep_dive``
-    or entropy <= ``entropy_deep_dive``), or no slot of the phase is left to ask;
-  - Deep Dive -> Confirmation when C >= ``deep_dive_to_confirmation``, or entropy <= ``entropy_confirmation``
-    with C >= ``hypothesis_to_deep_dive``, or no slot is left to ask.
+    or entropy <= ``entropy_deep_dive``), or no slot of ``hypothesis_categories`` is left to ask;
+  - Deep Dive -> Confirmation when C >= ``deep_dive_to_confirmation`` once the first pass is done (every
+    category asked: C reaches 0.7 before the last categories of any order, and Confirmation would end the
+    interview without them), or entropy <= ``entropy_confirmation`` with C >= ``hypothesis_to_deep_dive``
+    (a sharp differential may confirm early), or no slot is left to ask.
+* **Phases do not choose the slot.** ``eligible_slots`` lists every missing slot in priority order, in every
+  phase; ``triage_slots`` and ``hypothesis_categories`` only say when Triage and Hypothesis Formation have
+  nothing of their own left (``phase_slots_left``). Gating the candidates by phase made the phase, not the
+  configured order, decide the first 14 questions (``paper`` and ``physician`` asked the same ones).
+* **Passes** (``slots_per_pass = k``): the j-th slot of a category (slot order) belongs to pass ``j // k``;
+  slots are ordered by pass, then category rank, then slot order. With k = 4 the first pass is the 4 core
+  symptom slots plus every other slot (16 slots), so every category, social history included, is reached
+  within seed B's 16 turns even when each answer fills a single slot.
 * **Completion** (``finish_reason``): C >= ``completion_threshold``; Confirmation done (``confirmation_turns``
   questions asked there); the turn budget ``max_turns`` spent; or the router chose retrieval with
   C >= ``route_min_completeness``.
@@ -29,10 +39,12 @@ from dataclasses import dataclass
 
 from medagent.config import HistoryAgentConfig
 from medagent.history.state import SLOT_BY_NAME, SLOTS, Hypothesis, InterviewState, Phase, slots_of
+from medagent.history.value import InformationModel, SlotValue
 from medagent.interview.types import INQUIRY_CATEGORIES
 from medagent.network.validation import load_priorities
 
 PRIORITY_CHOICES = ("paper", "physician")
+POLICY_CHOICES = ("order", "information")
 
 
 @dataclass(frozen=True)
@@ -43,11 +55,13 @@ class Rules:
         order: Category priority order (rank 1 first).
         weights: Completeness weight per category (sum 1).
         cfg: The agent config (thresholds).
+        information: The training table's model (``policy=information`` only).
     """
 
     order: tuple[str, ...]
     weights: Mapping[str, float]
     cfg: HistoryAgentConfig
+    information: InformationModel | None = None
 
     @classmethod
     def from_config(cls, cfg: HistoryAgentConfig) -> Rules:
@@ -58,13 +72,22 @@ class Rules:
         """
         if cfg.priorities not in PRIORITY_CHOICES:
             raise ValueError(f"agent.priorities must be one of {PRIORITY_CHOICES}, got {cfg.priorities!r}")
+        if cfg.policy not in POLICY_CHOICES:
+            raise ValueError(f"agent.policy must be one of {POLICY_CHOICES}, got {cfg.policy!r}")
+        if cfg.slots_per_pass is not None and cfg.slots_per_pass < 1:
+            raise ValueError(f"agent.slots_per_pass must be >= 1 or null, got {cfg.slots_per_pass}")
         pr = load_priorities(cfg.priorities_file)
         order = pr.priority_order if cfg.priorities == "paper" else pr.empirical_order
         bad = [s for s in cfg.triage_slots if s not in SLOT_BY_NAME]
         bad += [c for c in cfg.hypothesis_categories if c not in INQUIRY_CATEGORIES]
         if bad:
             raise ValueError(f"unknown slot or category names in the agent config: {bad}")
-        return cls(order=tuple(order), weights=dict(pr.completeness_weights), cfg=cfg)
+        info = None
+        if cfg.policy == "information":
+            from medagent.history.information import load_table  # only this policy reads the table
+
+            info = InformationModel(load_table(cfg.information_file))
+        return cls(order=tuple(order), weights=dict(pr.completeness_weights), cfg=cfg, information=info)
 
 
 def completeness(state: InterviewState, weights: Mapping[str, float]) -> float:
@@ -98,25 +121,75 @@ def entropy(differential: tuple[Hypothesis, ...]) -> float:
     return h / math.log(len(differential))
 
 
-def eligible_slots(state: InterviewState, rules: Rules, phase: Phase | None = None) -> list[str]:
-    """Missing slots the policy may still ask in ``phase`` (default: the state's), in priority order.
-
-    A slot is missing when it has no value and has been asked fewer than ``max_asks_per_slot`` times.
-    Triage allows ``triage_slots``; Hypothesis Formation the ``hypothesis_categories``; Deep Dive and
-    Confirmation every slot.
-    """
-    phase = phase or state.phase
-    rank = {c: i for i, c in enumerate(rules.order)}
-    names = [
+def _missing(state: InterviewState, rules: Rules) -> list[str]:
+    return [
         s.name
-        for s in sorted(SLOTS, key=lambda s: rank.get(s.category, len(rank)))  # stable: slot order kept
+        for s in SLOTS
         if s.name not in state.slots and state.asks_of(s.name) < rules.cfg.max_asks_per_slot
     ]
-    if phase is Phase.TRIAGE:
-        return [n for n in names if n in rules.cfg.triage_slots]
-    if phase is Phase.HYPOTHESIS_FORMATION:
-        return [n for n in names if SLOT_BY_NAME[n].category in rules.cfg.hypothesis_categories]
-    return names
+
+
+def slot_pass(name: str, per_pass: int | None) -> int:
+    """The pass a slot belongs to: its index within its category // ``per_pass`` (0 without passes)."""
+    return 0 if per_pass is None else slots_of(SLOT_BY_NAME[name].category).index(name) // per_pass
+
+
+def eligible_slots(state: InterviewState, rules: Rules) -> list[str]:
+    """Missing slots in priority order: pass, then category rank, then slot order (module docstring).
+
+    A slot is missing when it has no value and has been asked fewer than ``max_asks_per_slot`` times.
+    """
+    rank = {c: i for i, c in enumerate(rules.order)}
+    per_pass = rules.cfg.slots_per_pass
+    index = {s.name: i for i, s in enumerate(SLOTS)}
+    return sorted(
+        _missing(state, rules),
+        key=lambda n: (slot_pass(n, per_pass), rank.get(SLOT_BY_NAME[n].category, len(rank)), index[n]),
+    )
+
+
+def slot_values(state: InterviewState, rules: Rules, names: list[str]) -> dict[str, SlotValue]:
+    """``V(s)`` of ``medagent.history.value`` for ``names`` (needs ``policy=information``)."""
+    if rules.information is None:
+        raise ValueError("slot values need agent.policy=information (its training table)")
+    cfg = rules.cfg
+    return rules.information.slot_values(
+        state,
+        names,
+        rules.weights,
+        w_gain=cfg.information_weight_gain,
+        w_iv=cfg.information_weight_iv,
+        w_h=cfg.information_weight_entropy,
+        prior_mix=cfg.information_prior_mix,
+    )
+
+
+def ranked_slots(state: InterviewState, rules: Rules) -> list[str]:
+    """The policy's targets, best first: ``eligible_slots`` (order), or by pass then ``V(s)`` (information).
+
+    Sorting is stable, so equal values keep the priority order.
+    """
+    names = eligible_slots(state, rules)
+    if rules.cfg.policy != "information" or not names:
+        return names
+    values = slot_values(state, rules, names)
+    per_pass = rules.cfg.slots_per_pass
+    return sorted(names, key=lambda n: (slot_pass(n, per_pass), -values[n].value))
+
+
+def first_pass_done(state: InterviewState, rules: Rules) -> bool:
+    """No slot of pass 0 is missing: every category has been asked (or answered unasked)."""
+    return not any(slot_pass(n, rules.cfg.slots_per_pass) == 0 for n in _missing(state, rules))
+
+
+def phase_slots_left(state: InterviewState, rules: Rules) -> bool:
+    """Whether the current phase still has slots of its own to ask (what ends Triage / Hypothesis early)."""
+    names = _missing(state, rules)
+    if state.phase is Phase.TRIAGE:
+        return any(n in rules.cfg.triage_slots for n in names)
+    if state.phase is Phase.HYPOTHESIS_FORMATION:
+        return any(SLOT_BY_NAME[n].category in rules.cfg.hypothesis_categories for n in names)
+    return bool(names)
 
 
 def next_phase(state: InterviewState, rules: Rules) -> tuple[Phase, str] | None:
@@ -131,7 +204,7 @@ def next_phase(state: InterviewState, rules: Rules) -> tuple[Phase, str] | None:
     if state.phase is Phase.TRIAGE:
         if c >= cfg.triage_to_hypothesis:
             return Phase.HYPOTHESIS_FORMATION, f"C={c:.2f} >= {cfg.triage_to_hypothesis}"
-        if not eligible_slots(state, rules):
+        if not phase_slots_left(state, rules):
             return Phase.HYPOTHESIS_FORMATION, "no triage slot left"
         return None
     if state.phase is Phase.HYPOTHESIS_FORMATION:
@@ -139,14 +212,14 @@ def next_phase(state: InterviewState, rules: Rules) -> tuple[Phase, str] | None:
             return Phase.DEEP_DIVE, f"C={c:.2f} >= {cfg.hypothesis_to_deep_dive}"
         if state.differential and h <= cfg.entropy_deep_dive:
             return Phase.DEEP_DIVE, f"entropy={h:.2f} <= {cfg.entropy_deep_dive}"
-        if not eligible_slots(state, rules):
+        if not phase_slots_left(state, rules):
             return Phase.DEEP_DIVE, "no hypothesis-formation slot left"
         return None
-    if c >= cfg.deep_dive_to_confirmation:
+    if c >= cfg.deep_dive_to_confirmation and first_pass_done(state, rules):
         return Phase.CONFIRMATION, f"C={c:.2f} >= {cfg.deep_dive_to_confirmation}"
     if state.differential and h <= cfg.entropy_confirmation and c >= cfg.hypothesis_to_deep_dive:
         return Phase.CONFIRMATION, f"entropy={h:.2f} <= {cfg.entropy_confirmation}"
-    if not eligible_slots(state, rules):
+    if not phase_slots_left(state, rules):
         return Phase.CONFIRMATION, "no slot left"
     return None
 

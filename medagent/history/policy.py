@@ -1,10 +1,11 @@
 """Next question: the most valuable missing slot, phrased by the model, checked for redundancy.
 
-**Which slot.** The most valuable missing slot is the first eligible slot (``phases.eligible_slots``: no
-value yet, asked fewer than ``max_asks_per_slot`` times, allowed in the phase) in the configured priority
-order of categories (``paper`` or ``physician``; slot order inside a category); the completeness weights
-decide *when* phases move, the order decides *what* comes next. In Confirmation the target is ``other``: a
-question that confirms or rules out the leading hypotheses or a red flag.
+**Which slot.** ``phases.ranked_slots``: every missing slot (no value yet, asked fewer than
+``max_asks_per_slot`` times) in any phase, ordered by pass (``slots_per_pass``), then either by the
+configured category order (``policy=order``: ``paper`` or ``physician``) or by the expected value of asking
+it in the current state (``policy=information``: ``medagent.history.value``). The phase does not restrict
+the candidates; the completeness weights and entropy decide *when* phases move. In Confirmation the target
+is ``other`` first: a question that confirms or rules out the leading hypotheses or a red flag.
 
 **Phrasing.** The model writes the question for that slot given the state (``history_question``) and says
 which slot it actually asks about. A malformed reply falls back to the slot's plain question (recorded).
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, require_str
-from medagent.history.phases import Rules, eligible_slots
+from medagent.history.phases import Rules, ranked_slots, slot_pass, slot_values
 from medagent.history.preprocess import render_differential, slot_table
 from medagent.history.redundancy import RedundancyChecker, normalise_text
 from medagent.history.state import (
@@ -73,13 +74,21 @@ def fallback_question(slot: str, state: InterviewState) -> str:
 
 def candidate_slots(state: InterviewState, rules: Rules, skip: set[str]) -> list[str]:
     """Targets in order of value for this turn (module docstring)."""
+    order = ranked_slots(state, rules)
     if state.phase is Phase.CONFIRMATION:
-        order = [NO_SLOT, *eligible_slots(state, rules, Phase.DEEP_DIVE)]
-    else:
-        order = eligible_slots(state, rules)
-        if not order:  # the phase machine moves on after the answer; meanwhile ask anything still missing
-            order = eligible_slots(state, rules, Phase.DEEP_DIVE)
+        order = [NO_SLOT, *order]
     return [s for s in order if s not in skip]
+
+
+def choice_reason(state: InterviewState, rules: Rules, slot: str) -> str:
+    """Why ``slot`` was the target, for the trace and the patient page."""
+    if slot not in SLOT_BY_NAME:
+        return "confirmation: the leading hypotheses and red flags"
+    if rules.cfg.policy == "information":
+        v = slot_values(state, rules, [slot])[slot]
+        via = f" via {v.best}" if v.best else ""
+        return f"V={v.value:.3f} = completeness {v.gain:.3f} + information {v.information:.3f}{via}"
+    return f"{rules.cfg.priorities} order, pass {slot_pass(slot, rules.cfg.slots_per_pass) + 1}"
 
 
 @dataclass
@@ -138,7 +147,7 @@ class QuestionPolicy:
         """The next question for ``state`` (phase and opening handled here), with any blocked proposals."""
         events: list[Event] = []
         if not state.asked:
-            q = AskedQuestion(0, self.cfg.opening_question, "symptom", state.phase.value)
+            q = AskedQuestion(0, self.cfg.opening_question, "symptom", state.phase.value, reason="opening")
             return Proposal(events, q)
         skip: set[str] = set()
         last_blocked: dict[str, BlockedQuestion] = {}
@@ -157,7 +166,10 @@ class QuestionPolicy:
                 text, about = fallback_question(slot, state), slot
             verdict = self.checker.check(state, text, about)
             if verdict.ok:
-                return Proposal(events, AskedQuestion(state.turn, text, about, state.phase.value))
+                why = choice_reason(state, self.rules, slot)
+                if about != slot:
+                    why += f" (target {slot}; the question asks about {about})"
+                return Proposal(events, AskedQuestion(state.turn, text, about, state.phase.value, reason=why))
             refused.add(normalise_text(text))
             blocked = BlockedQuestion(state.turn, text, about, str(verdict.reason), verdict.similar_to)
             event = Blocked(blocked)

@@ -32,10 +32,19 @@ CONTEXTS = ("opening", "full", "transcript_run")
 
 
 def arm_name(cfg: HistoryAgentConfig) -> str:
-    """The arm of the comparison a config runs, e.g. ``single_shot:opening``, ``amq:no_retrieval``."""
+    """The arm of the comparison a config runs, e.g. ``single_shot:opening``, ``amq:no_retrieval``.
+
+    An amq arm names its next-slot policy unless it is the paper's order (``amq:physician``,
+    ``amq:information``), so the paper / physician / information arms of one report keep apart.
+    """
     if cfg.mode == "single_shot":
         return f"single_shot:{cfg.context}"
-    return cfg.mode if cfg.retrieval else f"{cfg.mode}:no_retrieval"
+    name = cfg.mode
+    if cfg.policy == "information":
+        name += ":information"
+    elif cfg.priorities != "paper":
+        name += f":{cfg.priorities}"
+    return name if cfg.retrieval else f"{name}:no_retrieval"
 
 
 def baseline_transcript(cfg: HistoryAgentConfig, seen: str, own_transcript: str | None) -> str | None:

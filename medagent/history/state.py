@@ -89,13 +89,17 @@ class Hypothesis:
 
 @dataclass(frozen=True)
 class AskedQuestion:
-    """A question put to the patient (Q_t); ``answer`` is None until the patient replies."""
+    """A question put to the patient (Q_t); ``answer`` is None until the patient replies.
+
+    ``reason`` says why the policy chose the slot (its order, or its expected value and best finding).
+    """
 
     turn: int
     text: str
     slot: str
     phase: str
     answer: str | None = None
+    reason: str = ""
 
 
 @dataclass(frozen=True)

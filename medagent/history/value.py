@@ -1,0 +1,137 @@
+"""The expected value of asking each missing slot, from the state and the training table (``policy=information``).
+
+For a state with differential ``pi`` (over the table's diagnoses, see ``differential``), every missing slot
+``s`` of category ``c`` gets
+
+    V(s) = w_gain * g(s) + max over unknown findings f of s of [ w_iv * p(f) * KL(pi_f || pi) + w_h * dH(f) ]
+
+* ``g(s) = w_c / n_c``: the completeness the slot adds (``phases.completeness``), so a category without any
+  informative finding left still has a value and stays reachable;
+* findings of a slot: every symptom finding for symptom-category slots (the training findings were counted
+  from answers to symptom questions, whichever attribute they asked about), the indicator
+  ``category:<c>`` for the others (``medagent.history.information``); a finding is unknown while no
+  patient answer mentions it (symptoms: the table's lexicon; indicators: no slot of ``c`` asked or filled);
+* ``L(f|d) = (N_fd + a) / (N_d + 2a)`` with Laplace ``a = 1`` (a binary finding per interview), so a finding
+  seen once does not claim certainty; ``p(f) = sum_d pi(d) L(f|d)``; ``pi_f`` the posterior if ``f`` is
+  present;
+* ``p(f) * KL(pi_f || pi)``: the information value of the finding for the *current* differential
+  (the network analysis' IV with ``pi`` as the prior, computed by ``kl_information``), weighted by the
+  chance the answer reveals it;
+* ``dH(f) = H(pi) - E[H(pi | f present or absent)]``: the expected entropy reduction of the differential,
+  the mutual information of the finding and the diagnosis under ``pi`` (``mutual_information`` of the
+  2 x |D| joint table).
+
+The differential ``pi``: each hypothesis' probability is shared among the table diagnoses its name
+mentions (the table's disease lexicon); unmatched mass is dropped; then ``pi = (1 - m) pi + m P(D)`` with
+``m = information_prior_mix`` and ``P(D)`` the training share of each diagnosis, which also stands in
+for an empty or unmatched differential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from medagent.history.information import CATEGORY_PREFIX, InformationTable
+from medagent.history.state import SLOT_BY_NAME, InterviewState, slots_of
+from medagent.interview.annotate.matcher import Lexicon
+from medagent.network.information import kl_information, mutual_information
+
+LAPLACE = 1.0
+
+
+@dataclass(frozen=True)
+class SlotValue:
+    """``V(s)`` and its parts, for the trace (``best`` = the finding that gave the information term)."""
+
+    slot: str
+    value: float
+    gain: float
+    information: float
+    best: str
+
+
+class InformationModel:
+    """Likelihoods and lexicons of one ``InformationTable`` (built once per agent)."""
+
+    def __init__(self, table: InformationTable) -> None:
+        self.table = table
+        self.findings = list(table.findings)
+        self.diagnoses = list(table.diagnoses)
+        n_fd = np.asarray(table.n_fd, dtype=float).reshape(len(self.findings), len(self.diagnoses))
+        n_d = np.asarray(table.n_d, dtype=float)
+        self.likelihood: NDArray[np.float64] = (n_fd + LAPLACE) / (n_d[None, :] + 2 * LAPLACE)
+        self.prior: NDArray[np.float64] = (
+            n_d / n_d.sum() if n_d.sum() else np.full(len(n_d), 1 / max(len(n_d), 1))
+        )
+        self.symptoms: Lexicon = table.symptom_lexicon()
+        self.diseases: Lexicon = table.disease_lexicon()
+        self._col = {d: j for j, d in enumerate(self.diagnoses)}
+        self.category_rows: dict[str, list[int]] = {}
+        for i, f in enumerate(self.findings):
+            cat = f[len(CATEGORY_PREFIX) :] if f.startswith(CATEGORY_PREFIX) else "symptom"
+            self.category_rows.setdefault(cat, []).append(i)
+
+    def differential(self, state: InterviewState, prior_mix: float) -> NDArray[np.float64]:
+        """``pi`` over the table's diagnoses (module docstring)."""
+        pi = np.zeros(len(self.diagnoses))
+        for h in state.differential:
+            cols = [self._col[n] for n in self.diseases.names_in(h.diagnosis) if n in self._col]
+            for j in cols:
+                pi[j] += h.probability / len(cols)
+        if pi.sum() <= 0:
+            return self.prior.copy()
+        pi /= pi.sum()
+        return (1 - prior_mix) * pi + prior_mix * self.prior
+
+    def known(self, state: InterviewState) -> set[int]:
+        """Rows whose finding the patient has already spoken about (either polarity)."""
+        text = " ".join([q.answer or "" for q in state.asked] + [v.value for v in state.slots.values()])
+        said = set(self.symptoms.names_in(text))
+        rows = {i for i, f in enumerate(self.findings) if f in said}
+        for cat, idx in self.category_rows.items():
+            if cat != "symptom" and any(n in state.slots or state.asks_of(n) for n in slots_of(cat)):
+                rows.update(idx)
+        return rows
+
+    def finding_scores(self, pi: NDArray[np.float64], w_iv: float, w_h: float) -> NDArray[np.float64]:
+        """``w_iv * p(f) * KL(pi_f || pi) + w_h * dH(f)`` for every row."""
+        joint = self.likelihood * pi[None, :]  # P(f present, d) under pi, one row per finding
+        p_f = joint.sum(axis=1)
+        # kl_information normalises each row to P(d | f) and, with the 'prevalence' prior given pi, returns
+        # KL(pi_f || pi): the network's information value with the current differential as the prior.
+        kl = kl_information(joint, "prevalence", diagnosis_counts=pi)
+        absent = (1 - self.likelihood) * pi[None, :]
+        dh = np.array(
+            [mutual_information(np.vstack([joint[i], absent[i]])) for i in range(len(self.findings))]
+        )
+        return w_iv * p_f * np.nan_to_num(kl) + w_h * dh
+
+    def slot_values(
+        self,
+        state: InterviewState,
+        slots: list[str],
+        weights: Mapping[str, float],
+        *,
+        w_gain: float,
+        w_iv: float,
+        w_h: float,
+        prior_mix: float,
+    ) -> dict[str, SlotValue]:
+        """``V(s)`` for each of ``slots`` (module docstring)."""
+        scores = self.finding_scores(self.differential(state, prior_mix), w_iv, w_h)
+        known = self.known(state)
+        out: dict[str, SlotValue] = {}
+        for name in slots:
+            cat = SLOT_BY_NAME[name].category
+            gain = weights.get(cat, 0.0) / len(slots_of(cat))
+            rows = [i for i in self.category_rows.get(cat, []) if i not in known]
+            best = max(rows, key=lambda i: scores[i]) if rows else None
+            info = float(scores[best]) if best is not None else 0.0
+            out[name] = SlotValue(
+                name, w_gain * gain + info, gain, info, self.findings[best] if best is not None else ""
+            )
+        return out
