@@ -29,20 +29,27 @@ from medagent.types import Question
 ANSWER_TOOL = "final_answer"
 
 _STR = {"type": "string"}
+# Length caps on every string argument: under guided decoding (vLLM's tool_choice="required", the
+# llama.cpp call schema) a small model otherwise keeps one string open until max_tokens cuts the call
+# (measured on SmolLM2: every turn after the first cut at 512 tokens inside "answer").
+_QUERY_CHARS, _ANSWER_CHARS, _QUESTION_CHARS = 300, 300, 4000
 SPECS: dict[str, dict[str, Any]] = {
     "perform_comparison": {
         "description": "Compare every answer option with the findings in the question (structured).",
-        "parameters": {"question": _STR, "options": {"type": "object", "description": "letter -> option"}},
+        "parameters": {
+            "question": {**_STR, "maxLength": _QUESTION_CHARS},
+            "options": {"type": "object", "description": "letter -> option"},
+        },
         "required": ["question"],
     },
     "generate_options": {
         "description": "Propose candidate answers to an open-ended question.",
-        "parameters": {"question": _STR},
+        "parameters": {"question": {**_STR, "maxLength": _QUESTION_CHARS}},
         "required": ["question"],
     },
     "enable_search": {
         "description": "Search the medical literature; the top documents are queued for review.",
-        "parameters": {"query": {"type": "string", "description": "a focused search query"}},
+        "parameters": {"query": {**_STR, "maxLength": _QUERY_CHARS, "description": "a focused search query"}},
         "required": ["query"],
     },
     "relevance_analysis": {
@@ -52,12 +59,21 @@ SPECS: dict[str, dict[str, Any]] = {
     },
     "locate_evidence": {
         "description": "Quote the supporting passages of reviewed documents; the quotes are kept in memory.",
-        "parameters": {"doc_ids": {"type": "array", "items": _STR, "description": 'e.g. ["D1", "D3"]'}},
+        "parameters": {
+            "doc_ids": {
+                "type": "array",
+                "items": {**_STR, "maxLength": 8},
+                "maxItems": 8,
+                "description": 'e.g. ["D1", "D3"]',
+            }
+        },
         "required": ["doc_ids"],
     },
     ANSWER_TOOL: {
         "description": "Give the final answer.",
-        "parameters": {"answer": {"type": "string", "description": "option letter, or a short answer"}},
+        "parameters": {
+            "answer": {**_STR, "maxLength": _ANSWER_CHARS, "description": "option letter, or a short answer"}
+        },
         "required": ["answer"],
     },
 }
