@@ -140,7 +140,8 @@ class QAAgent:
             max_batches=memory.max_batches,
             open_ended=open_ended,
         )
-        run = _Run(question, memory, options, list(messages), names, tool_schemas(names))
+        schemas = tool_schemas(names, sorted(options) if options else None)
+        run = _Run(question, memory, options, list(messages), names, schemas)
         if self.constrained_calls:
             run.call_format = call_schema(names, sorted(options) if options else None)
         try:

@@ -135,19 +135,22 @@ def call_schema(names: list[str], letters: list[str] | None = None) -> dict[str,
     return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": {"anyOf": variants}}}
 
 
-def tool_schemas(names: list[str]) -> list[dict[str, Any]]:
-    """OpenAI ``tools=`` entries for ``names``."""
+def tool_schemas(names: list[str], letters: list[str] | None = None) -> list[dict[str, Any]]:
+    """OpenAI ``tools=`` entries for ``names``; ``letters`` restricts ``final_answer`` to the option letters
+    of a multiple-choice question (as ``call_schema`` does), so guided decoding cannot write prose there."""
+
+    def params(n: str) -> dict[str, Any]:
+        if n == ANSWER_TOOL and letters:
+            return {"answer": {"type": "string", "enum": letters, "description": "the option letter"}}
+        return SPECS[n]["parameters"]
+
     return [
         {
             "type": "function",
             "function": {
                 "name": n,
                 "description": SPECS[n]["description"],
-                "parameters": {
-                    "type": "object",
-                    "properties": SPECS[n]["parameters"],
-                    "required": SPECS[n]["required"],
-                },
+                "parameters": {"type": "object", "properties": params(n), "required": SPECS[n]["required"]},
             },
         }
         for n in names

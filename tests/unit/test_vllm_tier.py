@@ -136,3 +136,14 @@ def test_a_running_llm_app_is_kept_across_client_side_changes_only() -> None:
     # What the engine serves, or where it runs, is not.
     assert _llm_fingerprint(replace(llm, max_model_len=4096), cluster) != same
     assert _llm_fingerprint(llm, replace(cluster, llm_bundle={"CPU": 1.0})) != same
+
+
+def test_native_tool_schemas_cap_strings_and_restrict_mc_answers_to_letters() -> None:
+    from medagent.agent.tools import tool_schemas
+
+    by_name = {t["function"]["name"]: t["function"]["parameters"]["properties"] for t in tool_schemas(
+        ["enable_search", "final_answer"], ["A", "B", "C"])}  # fmt: skip
+    assert by_name["final_answer"]["answer"]["enum"] == ["A", "B", "C"]
+    assert by_name["enable_search"]["query"]["maxLength"] > 0
+    open_ended = tool_schemas(["final_answer"])[0]["function"]["parameters"]["properties"]["answer"]
+    assert "enum" not in open_ended and open_ended["maxLength"] > 0
