@@ -177,21 +177,24 @@ class TextStore:
     # Ids -> rows ---------------------------------------------------------------------------------------
     def find(self, ids: Sequence[str]) -> np.ndarray:
         """Row of each id, -1 where the store does not hold it."""
+        out = np.full(len(ids), -1, dtype=np.int64)
         if not ids:
-            return np.zeros(0, dtype=np.int64)
+            return out
         h = id_hashes(ids)
         lo = np.searchsorted(self.keys, h, side="left")
         hi = np.searchsorted(self.keys, h, side="right")
-        out = np.full(len(ids), -1, dtype=np.int64)
-        for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist(), strict=True)):
-            if a == b:
-                continue
-            candidates = np.asarray(self.rows[a:b], dtype=np.int64)
-            # Almost always one candidate; several only on a 64-bit hash collision.
-            for row, stored in zip(candidates, self.column("id", candidates), strict=True):
-                if stored == ids[i]:
-                    out[i] = row
-                    break
+        # Candidate rows of every id (almost always one; several only on a 64-bit hash collision), their
+        # stored ids read in one pass and compared with the requested ones.
+        owner = np.repeat(np.arange(len(ids)), hi - lo)
+        if not len(owner):
+            return out
+        spans = [np.asarray(self.rows[a:b], dtype=np.int64) for a, b in zip(lo, hi, strict=True) if b > a]
+        candidates = np.concatenate(spans)
+        for i, row, stored in zip(
+            owner.tolist(), candidates.tolist(), self.column("id", candidates), strict=True
+        ):
+            if out[i] < 0 and stored == ids[i]:
+                out[i] = row
         return out
 
     def get(self, ids: Sequence[str]) -> list[StoredRow]:
