@@ -24,7 +24,7 @@ import numpy as np
 
 from medagent.retrieval.config import IndexConfig
 from medagent.retrieval.layout import read_shard, replace_dir
-from medagent.retrieval.store import take_ids
+from medagent.retrieval.store import load_npy_random_access, take_ids
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,8 @@ class DenseIndex:
         if "ef_search" in params:
             index.hnsw.efSearch = int(params["ef_search"])
         index, _ = _to_gpus(index, kind, use_gpu)
-        vectors = np.load(vectors_path, mmap_mode="r") if vectors_path and refine_factor > 0 else None
+        # Refinement reads scattered vectors: read-around off, so only the rows read become resident.
+        vectors = load_npy_random_access(vectors_path) if vectors_path and refine_factor > 0 else None
         return cls(index, ids, metric, vectors, refine_factor)
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
