@@ -59,7 +59,9 @@ def test_missing_ids_raise_a_clear_error(stem: Path) -> None:
         StoreIds(s)[20]  # parents are not vectors
 
 
-def test_hash_collisions_are_resolved_by_the_stored_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hash_collisions_are_resolved_by_the_stored_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Every id hashes to one of two values: each lookup must compare the ids of its colliding rows.
     monkeypatch.setattr(
         store_mod, "id_hashes", lambda ids: np.array([len(i) % 2 for i in ids], dtype=np.uint64)
