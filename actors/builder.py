@@ -50,6 +50,9 @@ def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     if cluster.loopback_only and cluster.address is None:
         # Must be set before ray is imported by the driver, and is inherited by the workers.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if cluster.worker_niceness is not None and cluster.address is None:
+        # Read by the raylet this ray.init starts; an explicit RAY_worker_niceness in the environment wins.
+        os.environ.setdefault("RAY_worker_niceness", str(cluster.worker_niceness))  # noqa: SIM112
     kwargs: dict[str, Any] = {
         "include_dashboard": cluster.include_dashboard,
         "ignore_reinit_error": True,

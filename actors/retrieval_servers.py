@@ -43,6 +43,21 @@ class RetrieverServer:
     async def sources(self) -> list[str]:
         return list(self.searcher.sources)
 
+    async def runtime_info(self) -> dict[str, Any]:
+        """What the replica computes with: torch and FAISS threads, niceness, pid (for benchmarks/ops)."""
+        import os
+
+        import faiss
+        import torch
+
+        return {
+            "pid": os.getpid(),
+            "nice": os.nice(0),
+            "torch_threads": torch.get_num_threads(),
+            "faiss_threads": faiss.omp_get_max_threads(),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        }
+
     async def retrieve(self, request: dict[str, Any]) -> dict[str, Any]:
         """A ``RetrieveResponse`` as a dict (callers holding a handle)."""
         response: RetrieveResponse = await self._search(request)

@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -77,15 +78,50 @@ async def _through_serve(
         return len(queries) / (time.perf_counter() - t0), lat, codes
 
 
+async def _through_handle(handle: Any, queries: list[str], concurrency: int) -> tuple[float, list[float]]:
+    sem = asyncio.Semaphore(concurrency)
+    lat: list[float] = []
+
+    async def one(q: str) -> None:
+        async with sem:
+            t = time.perf_counter()
+            await handle.retrieve_json.remote({"query": q, "top_k": TOP_K})
+            lat.append(time.perf_counter() - t)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(q) for q in queries))
+    return len(queries) / (time.perf_counter() - t0), lat
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--index-dir", default=str(REPO / "outputs/index/cpu_default"))
     parser.add_argument("--requests", type=int, default=400, help="requests per concurrency level")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--retriever-threads",
+        type=int,
+        default=None,
+        help="torch threads of the replica (cluster.retriever_threads; default: the config's)",
+    )
+    parser.add_argument(
+        "--worker-niceness",
+        type=int,
+        default=None,
+        help="RAY_worker_niceness for the Ray workers (default: the product's ray_session)",
+    )
+    parser.add_argument("--in-process-threads", type=int, default=None, help="torch threads of the baseline")
+    parser.add_argument("--load-test", type=int, default=1000, help="requests of the load test (0: skip)")
+    args = parser.parse_args()  # fmt: skip
     index_dir = str(Path(args.index_dir).resolve())
     queries = _queries(args.requests)
+    if args.worker_niceness is not None:
+        os.environ["RAY_worker_niceness"] = str(args.worker_niceness)  # noqa: SIM112  (Ray reads this exact name)
+    if args.in_process_threads:
+        import torch
+
+        torch.set_num_threads(args.in_process_threads)
 
     searcher = Searcher(index_dir)
     for i, q in enumerate(queries[:16]):  # warm-up: encoder, indexes and document stores loaded
@@ -104,6 +140,8 @@ def main() -> None:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     cluster = ClusterConfig(num_cpus=4, http_port=port)
+    if args.retriever_threads is not None:
+        cluster.retriever_threads = args.retriever_threads
     with ray_session(cluster):
         from ray import serve
 
@@ -117,28 +155,42 @@ def main() -> None:
             route_prefix="/",
         )
         url = f"http://127.0.0.1:{port}"
+        handle = serve.get_deployment_handle("Retriever", app_name="bench")
+        replica = handle.runtime_info.remote().result()
         asyncio.run(_through_serve(url, queries[:16], 4))  # warm-up
         rows = []
         for c in (1, 8, 32):
             qps, lat, codes = asyncio.run(_through_serve(url, queries, c))
             rows.append((c, qps, lat, sum(x >= 500 for x in codes)))
-        load_qps, _, load_codes = asyncio.run(_through_serve(url, _queries(1000), 32))
+        # The same requests by deployment handle from this process: no HTTP proxy, no ingress hop.
+        by_handle = [(c, *asyncio.run(_through_handle(handle, queries, c))) for c in (1, 32)]
+        load_qps, _, load_codes = (
+            asyncio.run(_through_serve(url, _queries(args.load_test), 32))
+            if args.load_test
+            else (0.0, [], [])
+        )
         bad = [
             (body, want, httpx.post(f"{url}/v1/retrieve", json=body, timeout=60).status_code)
             for body, want in BAD
         ]
 
+    import torch
+
     print(f"\nindex {index_dir}, top_k={TOP_K} per source, {len(queries)} requests per level")
+    print(f"in-process: torch threads {torch.get_num_threads()}, nice {os.nice(0)}; replica: {replica}")
     print(f"in-process Searcher, sequential: {qps_in:8.1f} q/s  p50 {1000 * statistics.median(lat_in):6.1f} ms  "
           f"p99 {1000 * _pct(lat_in, 0.99):6.1f} ms\n")  # fmt: skip
     print(f"{'clients':>7} {'q/s':>8} {'÷ in-proc':>10} {'p50 ms':>8} {'p99 ms':>8} {'5xx':>4}")
     for c, qps, lat, errors in rows:
         print(f"{c:>7} {qps:>8.1f} {qps / qps_in:>10.2f} {1000 * statistics.median(lat):>8.1f} "
               f"{1000 * _pct(lat, 0.99):>8.1f} {errors:>4}")  # fmt: skip
+    for c, qps, lat in by_handle:
+        print(f"{'handle ' + str(c):>7} {qps:>8.1f} {qps / qps_in:>10.2f} {1000 * statistics.median(lat):>8.1f} "
+              f"{1000 * _pct(lat, 0.99):>8.1f}    -   (deployment handle from the driver: no proxy, no ingress)")  # fmt: skip
     added = 1000 * (statistics.median(rows[0][2]) - statistics.median(lat_in))
     print(f"\np50 latency added by Serve at 1 client: {added:.1f} ms (target ≤ 10)")
     print(f"ratio at 32 clients: {rows[2][1] / qps_in:.2f} (target ≥ 0.5)")
-    print(f"load test: 1000 requests at 32 concurrent, {load_qps:.1f} q/s, "
+    print(f"load test: {args.load_test} requests at 32 concurrent, {load_qps:.1f} q/s, "
           f"{sum(x >= 500 for x in load_codes)} server errors, {load_codes.count(200)} ok")  # fmt: skip
     print("bad requests: " + ", ".join(f"{want}->{got}" for _, want, got in bad)
           + ("  (all 4xx)" if all(400 <= g < 500 for *_, g in bad) else "  (NOT all 4xx)"))  # fmt: skip

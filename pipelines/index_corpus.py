@@ -45,6 +45,7 @@ from medagent.retrieval.chunking import validate_chunking
 from medagent.retrieval.config import IndexJobConfig
 from medagent.retrieval.index import validate_index
 from medagent.retrieval.layout import (
+    MANIFEST_FORMAT,
     IndexLayout,
     parquet_rows,
     read_json,
@@ -285,6 +286,7 @@ def run(cfg: IndexJobConfig) -> dict[str, Any]:
     if (
         previous is not None
         and previous["config"]["index"] == asdict(cfg.index)
+        and previous.get("format", 1) >= MANIFEST_FORMAT  # older folders get the on-disk text store
         and files_present(layout, previous)
     ):
         log.info("index in %s is complete; nothing to do", layout.root)

@@ -80,6 +80,10 @@ class ClusterConfig:
     # Loopback-only local Ray (see ../shared/STACK.md); never on a multi-node cluster.
     loopback_only: bool = True
     include_dashboard: bool = False
+    # Niceness of the Ray workers of a local cluster this process starts (``RAY_worker_niceness``); None
+    # keeps Ray's 15 above the driver. On a machine shared with other work that starves every replica and
+    # actor behind any nice-0 process (benchmarks/bench_retrieval.py); a cluster sets it in `ray start`.
+    worker_niceness: int | None = None
     # Port of each node's Prometheus endpoint (``/metrics``, served by Ray's metrics agent, which runs
     # without the dashboard too); None lets Ray pick one. Local clusters only: ``ray start`` sets it on a
     # cluster.

@@ -27,12 +27,14 @@ from medagent.retrieval.config import IndexConfig, IndexJobConfig
 from medagent.retrieval.embedders import embedder_identity
 from medagent.retrieval.index import build_bm25, build_dense_index, bytes_per_vector, save_faiss
 from medagent.retrieval.layout import (
+    MANIFEST_FORMAT,
     IndexLayout,
     write_json_atomic,
     write_parquet_atomic,
     write_shard,
     write_text_atomic,
 )
+from medagent.retrieval.store import StoreIds, TextStore, store_files, write_store
 from medagent.run.manifest import build_manifest, file_checksums
 
 log = logging.getLogger(__name__)
@@ -244,6 +246,16 @@ def build_source_index(
         pa.table({"id": pa.array(built.ids, pa.string())}), layout.index_file(source, "ids.parquet")
     )
     timings = {"faiss_s": time.perf_counter() - t, **built.timings}
+    t = time.perf_counter()
+    stem = layout.store_stem(source)
+    write_store(
+        stem,
+        (pq.read_table(b) for b in layout.chunk_blocks(source)),
+        (pq.read_table(b) for b in layout.parent_blocks(source)),
+    )
+    if list(StoreIds(TextStore(stem))) != built.ids:
+        raise ValueError(f"{source}: the text store's chunk ids differ from the vectors' ids")
+    timings["store_s"] = time.perf_counter() - t
     entry: dict[str, Any] = {
         "vectors": n,
         "index": {
@@ -271,7 +283,7 @@ def build_source_index(
         layout.index_file(source, s)
         for s in ("faiss", "ids.parquet", "vectors.npy")
         if layout.index_file(source, s).exists()
-    ]
+    ] + store_files(stem)
     if cfg.bm25:
         files += sorted(p for p in layout.index_file(source, "bm25").iterdir() if p.is_file())
     entry["index_files"] = {layout.rel(Path(p)): h for p, h in file_checksums(files).items()}
@@ -319,7 +331,7 @@ def write_index_manifest(
     data_files = [Path(p) for s in sources.values() for p in s["data_files"]]
     # Each invocation's timings also go into ``history``: a resumed job's manifest keeps the earlier runs'.
     manifest = build_manifest(asdict(cfg), data_files, previous, fingerprint=fp, timings=timings)
-    manifest.update({"format": 1, "fingerprint": fp, "complete": True, "sources": sources, "totals": totals,
+    manifest.update({"format": MANIFEST_FORMAT, "fingerprint": fp, "complete": True, "sources": sources, "totals": totals,
                      "timings": timings})  # fmt: skip
     e = cfg.embedder
     manifest["embedder"] = {"name": e.name, "model": e.model.name, "dimension": e.dimension, "metric": e.metric,

@@ -24,6 +24,7 @@ import numpy as np
 
 from medagent.retrieval.config import IndexConfig
 from medagent.retrieval.layout import read_shard, replace_dir
+from medagent.retrieval.store import load_npy_random_access, take_ids
 
 log = logging.getLogger(__name__)
 
@@ -205,13 +206,14 @@ class DenseIndex:
 
     Args:
         index: The FAISS index (vector i is chunk ``ids[i]``).
-        ids: Chunk ids in vector order.
+        ids: Chunk ids in vector order: a list, or the text store's ``StoreIds`` (read from disk on
+            demand, so a replica holds no Python string per chunk).
         metric: ``l2`` or ``ip``.
         vectors: Memory-mapped full vectors (``refine_factor`` > 0), else ``None``.
         refine_factor: Candidates per result re-ranked exactly (0 = off).
     """
 
-    def __init__(self, index: Any, ids: list[str], metric: str, vectors: np.ndarray | None = None,
+    def __init__(self, index: Any, ids: Sequence[str], metric: str, vectors: np.ndarray | None = None,
                  refine_factor: int = 0) -> None:  # fmt: skip
         if index.ntotal != len(ids):
             raise ValueError(f"index holds {index.ntotal} vectors but {len(ids)} ids")
@@ -220,7 +222,7 @@ class DenseIndex:
         self.refine_factor = refine_factor if vectors is not None else 0
 
     @classmethod
-    def load(cls, path: Path, ids: list[str], metric: str, kind: str, params: dict[str, Any],
+    def load(cls, path: Path, ids: Sequence[str], metric: str, kind: str, params: dict[str, Any],
              vectors_path: Path | None = None, refine_factor: int = 0, use_gpu: bool = False) -> DenseIndex:  # fmt: skip
         """Read a saved index and set its search parameters (``nprobe``, ``ef_search``)."""
         import faiss
@@ -231,7 +233,8 @@ class DenseIndex:
         if "ef_search" in params:
             index.hnsw.efSearch = int(params["ef_search"])
         index, _ = _to_gpus(index, kind, use_gpu)
-        vectors = np.load(vectors_path, mmap_mode="r") if vectors_path and refine_factor > 0 else None
+        # Refinement reads scattered vectors: read-around off, so only the rows read become resident.
+        vectors = load_npy_random_access(vectors_path) if vectors_path and refine_factor > 0 else None
         return cls(index, ids, metric, vectors, refine_factor)
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
@@ -255,7 +258,8 @@ class DenseIndex:
                 raw = dist[qi][: len(cand)]
                 scores = -raw if self.metric == "l2" else raw
             top = np.argsort(-scores, kind="stable")[:k]
-            out.append([(self.ids[int(cand[j])], float(scores[j])) for j in top])
+            names = take_ids(self.ids, cand[top])
+            out.append([(name, float(scores[j])) for name, j in zip(names, top, strict=True)])
         return out
 
 
@@ -280,12 +284,15 @@ def build_bm25(texts: Sequence[str], out_dir: Path) -> None:
 
 
 class BM25Index:
-    """A loaded bm25s index of one source; document i is chunk ``ids[i]``."""
+    """A loaded bm25s index of one source; document i is chunk ``ids[i]``.
 
-    def __init__(self, path: Path, ids: list[str]) -> None:
+    Its sparse matrix is memory-mapped (``mmap=True``): only the posting pages of the query terms are read.
+    """
+
+    def __init__(self, path: Path, ids: Sequence[str]) -> None:
         import bm25s
 
-        self.retriever = bm25s.BM25.load(str(path), show_progress=False)
+        self.retriever = bm25s.BM25.load(str(path), show_progress=False, mmap=True)
         self.ids = ids
 
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
@@ -294,7 +301,9 @@ class BM25Index:
         if k <= 0:
             return [[] for _ in queries]
         docs, scores = self.retriever.retrieve(bm25_tokenize(queries), k=k, show_progress=False)
-        return [
-            [(self.ids[int(d)], float(s)) for d, s in zip(docs[qi], scores[qi], strict=True) if s > 0]
-            for qi in range(len(queries))
-        ]
+        out = []
+        for qi in range(len(queries)):
+            keep = scores[qi] > 0
+            names = take_ids(self.ids, docs[qi][keep])
+            out.append([(n, float(s)) for n, s in zip(names, scores[qi][keep], strict=True)])
+        return out

@@ -9,6 +9,8 @@ out_dir/
   parents/<source>/block-00000.parquet  units returned by parent search (documents or parent chunks)
   embeddings/<source>/shard-00000.parquet   vectors of chunk block k (written atomically)
   index/<source>.faiss | .ids.parquet | .vectors.npy | .bm25/
+  index/<source>.store.arrow | .store.keys.npy | .store.rows.npy | .store.meta.json
+                                        the text store the retriever reads, memory-mapped (store.py)
   rejected.jsonl                        all sources' rejected records
   manifest.json                         written last: the index is complete when it exists
 ```
@@ -29,6 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+# 2: each source has an on-disk text store (``medagent.retrieval.store``); format-1 folders are re-indexed
+# by ``index_corpus`` (chunks and vectors kept) and refused by ``Searcher`` with that instruction.
+MANIFEST_FORMAT = 2
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -117,6 +122,10 @@ class IndexLayout:
     def index_file(self, source: str, suffix: str) -> Path:
         """``suffix``: ``faiss``, ``ids.parquet``, ``vectors.npy`` or ``bm25`` (a folder)."""
         return self.root / "index" / f"{check_source_name(source)}.{suffix}"
+
+    def store_stem(self, source: str) -> Path:
+        """Prefix of the source's text store files (``medagent.retrieval.store``)."""
+        return self.root / "index" / f"{check_source_name(source)}.store"
 
     def rel(self, path: Path) -> str:
         return str(path.relative_to(self.root))

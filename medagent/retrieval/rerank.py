@@ -25,6 +25,43 @@ class Candidate:
     text: str
 
 
+def load_text_encoder(cfg: RerankerConfig) -> TextEncoder:
+    """The configured sentence-transformers model as ``(texts, is_query) -> normalized vectors``.
+
+    Public so that an evaluation can cache document vectors across queries (a bi-encoder scores each
+    candidate independently of the others).
+    """
+    from medagent.retrieval.embedders import load_sentence_transformer
+
+    kwargs = dict(cfg.model_kwargs)
+    if cfg.load_in_4bit:
+        import torch
+        from transformers import BitsAndBytesConfig
+
+        kwargs["model_kwargs"] = {
+            **kwargs.get("model_kwargs", {}),
+            "quantization_config": BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
+            ),
+        }
+    model = load_sentence_transformer(cfg.model, None, cfg.max_seq_length, cfg.device, **kwargs)
+    log.info("reranker %s loaded (%s, 4-bit=%s)", cfg.name, cfg.model.name, cfg.load_in_4bit)
+
+    def encode(texts: list[str], is_query: bool) -> np.ndarray:
+        if is_query and cfg.query_prompt:
+            texts = [cfg.query_prompt + t for t in texts]
+        vecs = model.encode(
+            texts,
+            batch_size=cfg.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    return encode
+
+
 class EmbeddingReranker:
     """Scores candidates by cosine similarity with the query; the model loads once.
 
@@ -36,42 +73,7 @@ class EmbeddingReranker:
 
     def __init__(self, cfg: RerankerConfig, encoder: TextEncoder | None = None) -> None:
         self.cfg = cfg
-        self._encode = encoder or self._load()
-
-    def _load(self) -> TextEncoder:
-        from medagent.retrieval.embedders import load_sentence_transformer
-
-        kwargs = dict(self.cfg.model_kwargs)
-        if self.cfg.load_in_4bit:
-            import torch
-            from transformers import BitsAndBytesConfig
-
-            kwargs["model_kwargs"] = {
-                **kwargs.get("model_kwargs", {}),
-                "quantization_config": BitsAndBytesConfig(
-                    load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16
-                ),
-            }
-        model = load_sentence_transformer(
-            self.cfg.model, None, self.cfg.max_seq_length, self.cfg.device, **kwargs
-        )
-        log.info(
-            "reranker %s loaded (%s, 4-bit=%s)", self.cfg.name, self.cfg.model.name, self.cfg.load_in_4bit
-        )
-
-        def encode(texts: list[str], is_query: bool) -> np.ndarray:
-            if is_query and self.cfg.query_prompt:
-                texts = [self.cfg.query_prompt + t for t in texts]
-            vecs = model.encode(
-                texts,
-                batch_size=self.cfg.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            return np.asarray(vecs, dtype=np.float32)
-
-        return encode
+        self._encode = encoder or load_text_encoder(cfg)
 
     def rerank_many(
         self, requests: Sequence[tuple[str, Sequence[Candidate]]], top_r: int | None = None

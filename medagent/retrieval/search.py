@@ -1,7 +1,8 @@
 """Search a built index: per-source TopK, BEIR-shaped results, document lookup.
 
 ``Searcher`` reads ``manifest.json`` of an index folder and loads each source's FAISS index, BM25 index
-and chunk store lazily, on first use. ``search`` returns ``query_id -> {doc_id: score}`` (higher is
+and text store lazily, on first use. The text stays on disk (``medagent.retrieval.store``: memory-mapped
+Arrow, ids found through sorted hashes), so a replica's RAM is the FAISS codes plus a few bytes per chunk. ``search`` returns ``query_id -> {doc_id: score}`` (higher is
 better) holding up to ``top_k`` documents *per source*, as seed A retrieves TopK from every source before
 reranking. Modes: ``dense``, ``bm25``, ``hybrid`` (reciprocal-rank fusion of the two). With
 ``return_parents`` the indexed children are searched and their parents returned (seed B): a parent scores
@@ -21,7 +22,8 @@ import numpy as np
 from medagent.config import to_dataclass
 from medagent.retrieval.config import EmbedderConfig, IndexConfig
 from medagent.retrieval.index import BM25Index, DenseIndex
-from medagent.retrieval.layout import IndexLayout, read_json
+from medagent.retrieval.layout import MANIFEST_FORMAT, IndexLayout, read_json
+from medagent.retrieval.store import StoredRow, StoreIds, TextStore
 
 log = logging.getLogger(__name__)
 
@@ -61,26 +63,6 @@ def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
     return dict(sorted(fused.items(), key=lambda kv: -kv[1]))
 
 
-class _Store:
-    """Id -> row lookup over a source's chunk (or parent) blocks, loaded once."""
-
-    def __init__(self, blocks: list[Path]) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        cols = ["id", "doc_id", "parent_id", "title", "content", "source"]
-        self.table = pa.concat_tables([pq.read_table(b, columns=cols) for b in blocks]) if blocks else None
-        ids = self.table.column("id").to_pylist() if self.table is not None else []
-        self.rows = {doc_id: i for i, doc_id in enumerate(ids)}
-
-    def get(self, doc_id: str) -> RetrievedDoc | None:
-        i = self.rows.get(doc_id)
-        if i is None or self.table is None:
-            return None
-        r = self.table.slice(i, 1).to_pylist()[0]
-        return RetrievedDoc(r["id"], r["title"], r["content"], r["source"], r["doc_id"], r["parent_id"])
-
-
 class Searcher:
     """Searches the per-source indexes of one index folder.
 
@@ -91,7 +73,8 @@ class Searcher:
         use_gpu: Move flat/IVF indexes to all GPUs faiss sees.
 
     Raises:
-        FileNotFoundError: No ``manifest.json``: the index was never finished (rerun the pipeline).
+        FileNotFoundError: No ``manifest.json``: the index was never finished (rerun the pipeline); or the
+            index predates the on-disk text store (rerun ``pipelines.index_corpus`` on it: it resumes).
     """
 
     def __init__(
@@ -107,22 +90,30 @@ class Searcher:
         self.index_cfg: IndexConfig = to_dataclass(IndexConfig, job["index"])
         # A source whose every record was rejected has no index; it cannot be searched.
         self.sources: list[str] = [s for s, e in manifest["sources"].items() if e.get("index")]
+        fmt = int(manifest.get("format", 1))
+        if fmt < MANIFEST_FORMAT:
+            # Checked here, not at the first lookup: a replica must fail at start-up, with the remedy.
+            raise FileNotFoundError(
+                f"{self.layout.root} is an index of format {fmt}, built before the on-disk text store "
+                f"(format {MANIFEST_FORMAT}). Rerun `python -m pipelines.index_corpus out_dir="
+                f"{self.layout.root}` with the corpus/embedder/index overrides it was built with: it resumes "
+                "from the chunks and vectors already there and only rebuilds the index files."
+            )
         self._encoder = query_encoder
         self._use_gpu = use_gpu
         self._dense: dict[str, DenseIndex] = {}
         self._bm25: dict[str, BM25Index] = {}
-        self._ids: dict[str, list[str]] = {}
-        self._chunks: dict[str, _Store] = {}
-        self._parents: dict[str, _Store] = {}
+        self._stores: dict[str, TextStore] = {}
 
     # Loading ------------------------------------------------------------------------------------------
-    def _source_ids(self, source: str) -> list[str]:
-        if source not in self._ids:
-            import pyarrow.parquet as pq
+    def store(self, source: str) -> TextStore:
+        """The source's text store (chunks in vector order, then parents), memory-mapped."""
+        if source not in self._stores:
+            self._stores[source] = TextStore(self.layout.store_stem(source))
+        return self._stores[source]
 
-            path = self.layout.index_file(source, "ids.parquet")
-            self._ids[source] = pq.read_table(path).column("id").to_pylist()
-        return self._ids[source]
+    def _source_ids(self, source: str) -> StoreIds:
+        return StoreIds(self.store(source))
 
     def dense(self, source: str) -> DenseIndex:
         if source not in self._dense:
@@ -162,20 +153,29 @@ class Searcher:
         Raises:
             KeyError: No source holds the id.
         """
-        for source in self.sources:
-            for stores, blocks in (
-                (self._chunks, self.layout.chunk_blocks),
-                (self._parents, self.layout.parent_blocks),
-            ):
-                if source not in stores:
-                    stores[source] = _Store(blocks(source))
-                found = stores[source].get(doc_id)
-                if found is not None:
-                    return found
-        raise KeyError(f"no chunk or parent {doc_id!r} in {self.layout.root}")
+        return self.documents([doc_id])[0]
 
     def documents(self, ids: Sequence[str]) -> list[RetrievedDoc]:
-        return [self.lookup(i) for i in ids]
+        """The chunks or parents with these ids, in order (one store read per source).
+
+        Raises:
+            KeyError: Some ids are in no source (the message names them).
+        """
+        found: dict[int, RetrievedDoc] = {}
+        todo = list(range(len(ids)))
+        for source in self.sources:
+            if not todo:
+                break
+            store = self.store(source)
+            rows = store.find([ids[i] for i in todo])
+            hits = [(i, int(r)) for i, r in zip(todo, rows, strict=True) if r >= 0]
+            for (i, _), row in zip(hits, store.read([r for _, r in hits]), strict=True):
+                found[i] = _doc(row)
+            todo = [i for i, r in zip(todo, rows, strict=True) if r < 0]
+        if todo:
+            missing = [ids[i] for i in todo]
+            raise KeyError(f"no chunk or parent {missing[:10]!r} in {self.layout.root}")
+        return [found[i] for i in range(len(ids))]
 
     # Search -------------------------------------------------------------------------------------------
     def search(
@@ -228,11 +228,17 @@ class Searcher:
         return {q: dict(sorted(r.items(), key=lambda kv: -kv[1])) for q, r in results.items()}
 
     def _to_parents(self, source: str, ranked: dict[str, float]) -> dict[str, float]:
-        if source not in self._chunks:
-            self._chunks[source] = _Store(self.layout.chunk_blocks(source))
+        store = self.store(source)
+        chunk_ids = list(ranked)
+        rows = store.find(chunk_ids)
+        known = [int(r) for r in rows if r >= 0]
+        parent_of = dict(zip(known, store.column("parent_id", known), strict=True))
         parents: dict[str, float] = {}
-        for chunk_id, score in ranked.items():  # best first, so the first child seen sets the score
-            doc = self._chunks[source].get(chunk_id)
-            pid = doc.parent_id if doc is not None and doc.parent_id else chunk_id
-            parents.setdefault(pid, score)
+        for chunk_id, row in zip(chunk_ids, rows.tolist(), strict=True):  # best first: first child sets it
+            pid = parent_of.get(row) if row >= 0 else None
+            parents.setdefault(pid or chunk_id, ranked[chunk_id])
         return parents
+
+
+def _doc(row: StoredRow) -> RetrievedDoc:
+    return RetrievedDoc(row.id, row.title, row.content, row.source, row.doc_id, row.parent_id)
