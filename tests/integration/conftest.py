@@ -37,7 +37,13 @@ def ray_cluster(cluster_cfg: ClusterConfig) -> Iterator[Any]:
     os.environ.setdefault("RAY_metrics_report_interval_ms", "1000")
     import ray
 
+    already = ray.is_initialized()
     ray.init(**kwargs)
+    # ignore_reinit_error would silently keep a Ray that something else started (default CPUs): the
+    # replicas sized for this cluster would then wait forever for CPUs. Fail at once instead.
+    assert not already and ray.cluster_resources().get("CPU") == cluster_cfg.num_cpus, (
+        f"Ray was already running ({ray.cluster_resources()}), not the test cluster; a test left it behind"
+    )
     from ray import serve
 
     serve.start(http_options={"host": cluster_cfg.http_host, "port": cluster_cfg.http_port})
