@@ -24,7 +24,7 @@ ARGS ?=
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo demo-index test unit integration lint typecheck bench index guidelines-index validate-manifests browser-deps clean help
+.PHONY: setup demo demo-index test unit integration lint typecheck bench index guidelines-index validate-manifests browser-deps sim-cluster clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ demo-index: setup  ## the demo's small index (DEMO_INDEX_LIMIT accepted document
 demo: demo-index  ## the main job: the full agent (search, rerank, review, quote) on LIMIT MedQA questions, CPU
 	$(PY) -m pipelines.run_benchmark benchmark=$(BENCHMARK) agent=$(AGENT) llm=$(LLM) limit=$(LIMIT) \
 	    index_dir=$(abspath $(DEMO_INDEX)) $(ARGS)
+
+sim-cluster: setup  ## a multi-node Ray cluster on this machine (cluster=sim_multi_node's nodes) until Ctrl-C
+	$(PY) -m pipelines.sim_cluster $(ARGS)
 
 lint: setup  ## ruff
 	$(VENV)/bin/ruff check medagent actors pipelines benchmarks tests

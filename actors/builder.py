@@ -45,14 +45,25 @@ LLM_ROUTE = "/llm"
 # append_records). Caveat: a batch that kills its worker every time is retried forever.
 
 
-def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
-    """Arguments for ``ray.init``. A local cluster listens on loopback only (see ../shared/STACK.md)."""
-    if cluster.loopback_only and cluster.address is None:
-        # Must be set before ray is imported by the driver, and is inherited by the workers.
+def ray_env(cluster: ClusterConfig) -> None:
+    """Environment that Ray reads when it is imported: call before the first ``import ray`` of a driver
+    (``ray_init_kwargs`` does; ``pipelines.common.ray_session`` refuses a Ray imported without it)."""
+    if cluster.loopback_only:
+        # Must be set before ray is imported by the driver, and is inherited by the workers. A driver that
+        # joins a cluster on loopback (cluster=sim_multi_node) needs it too, or it looks for its raylet at
+        # the machine's network address.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if cluster.auth_mode:
+        # Read when ray is imported and by ray.init; a driver joining a token cluster without it is refused.
+        os.environ.setdefault("RAY_AUTH_MODE", cluster.auth_mode)
     if cluster.worker_niceness is not None and cluster.address is None:
         # Read by the raylet this ray.init starts; an explicit RAY_worker_niceness in the environment wins.
         os.environ.setdefault("RAY_worker_niceness", str(cluster.worker_niceness))  # noqa: SIM112
+
+
+def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+    """Arguments for ``ray.init``. A local cluster listens on loopback only (see ../shared/STACK.md)."""
+    ray_env(cluster)
     kwargs: dict[str, Any] = {
         "include_dashboard": cluster.include_dashboard,
         "ignore_reinit_error": True,
@@ -71,7 +82,7 @@ def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
 
 
 def serve_http_options(cluster: ClusterConfig) -> dict[str, Any]:
-    return {"host": cluster.http_host, "port": cluster.http_port}
+    return {"host": cluster.http_host, "port": cluster.http_port, "location": cluster.serve_proxy_location}
 
 
 def serve_start_kwargs(cluster: ClusterConfig) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from hydra.core.config_store import ConfigStore
 
 from actors.builder import ray_init_kwargs
-from medagent.config import ClusterConfig, LLMConfig, RunConfig
+from medagent.config import ClusterConfig, LLMConfig, OpenScoringConfig, RunConfig
 
 log = logging.getLogger("medagent")
 
@@ -76,6 +76,15 @@ def ray_session(cluster: ClusterConfig) -> Iterator[Any]:
     """Starts (or joins) Ray for the duration of a pipeline; leaves an already running session alone."""
     kwargs = ray_init_kwargs(cluster)  # sets loopback env vars before ray is imported
     import ray
+    from ray._private import ray_constants
+
+    if cluster.loopback_only and ray_constants.ENABLE_RAY_CLUSTER:
+        # Ray was imported before actors.builder.ray_env ran: it would dial the machine's network address
+        # and wait forever for a cluster that listens on loopback.
+        raise RuntimeError(
+            "ray was imported before actors.builder.ray_env(cluster) set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; "
+            "call ray_env first in this pipeline"
+        )
 
     started = False
     if not ray.is_initialized():
@@ -88,10 +97,31 @@ def ray_session(cluster: ClusterConfig) -> Iterator[Any]:
     finally:
         if started:
             with contextlib.suppress(Exception):
-                from ray import serve
-
-                serve.shutdown()
+                _end_serve(cluster)
             ray.shutdown()
+
+
+def _end_serve(cluster: ClusterConfig) -> None:
+    """Shuts Serve down at the end of a pipeline's Ray session; with ``keep_llm_app`` on a joined cluster,
+    deletes every application but the LLM's, which the next pipeline reuses (``run_llm_app``)."""
+    from ray import serve
+
+    from actors.builder import LLM_APP
+
+    if not (cluster.keep_llm_app and cluster.address):
+        serve.shutdown()
+        return
+    for name in list(serve.status().applications):
+        if name != LLM_APP:
+            serve.delete(name)
+
+
+def scoring_session(
+    scoring: OpenScoringConfig, cluster: ClusterConfig
+) -> contextlib.AbstractContextManager[Any]:
+    """What open-ended scoring runs inside: a Ray session (joined, or a no-op inside a pipeline's own) when
+    the models go to a GPU node (``actors.scoring.open_scorer``), else nothing."""
+    return ray_session(cluster) if scoring.num_gpus > 0 else contextlib.nullcontext()
 
 
 # Where the running LLM application's config fingerprint is kept (Ray's internal KV, cluster-wide).

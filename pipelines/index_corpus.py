@@ -31,6 +31,7 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from actors.builder import ray_env
 from medagent.retrieval.build import (
     ChunkSink,
     ShardCollector,
@@ -294,6 +295,7 @@ def run(cfg: IndexJobConfig) -> dict[str, Any]:
         return dict(previous)
     layout.manifest.unlink(missing_ok=True)  # the folder is complete again only when a new one is written
     start = time.perf_counter()
+    ray_env(cfg.cluster)  # before chunk_sources imports ray.data
     with contextlib.ExitStack() as stack:
         # Ray starts only when a source must be chunked or a shard embedded: re-indexing finished shards
         # (another index kind, a lost index file) needs none.

@@ -17,12 +17,12 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from medagent.config import OpenScoringConfig
-from medagent.eval import OpenScorer
+from medagent.config import ClusterConfig, OpenScoringConfig
+from medagent.eval import TextScorer
 from medagent.report import ReportOptions, build_report
 from medagent.report.build import REPORT, printable
 from medagent.run import RunDir, build_manifest
-from pipelines.common import log, setup_logging
+from pipelines.common import log, scoring_session, setup_logging
 
 
 @dataclass
@@ -36,6 +36,8 @@ class ReportConfig:
     out: str | None = None
     outputs_root: str = "outputs"
     open_scoring: OpenScoringConfig = field(default_factory=OpenScoringConfig)
+    # Where scoring=gpu's actor runs (cluster=multi_gpu on a head without GPUs); unused on CPU scoring.
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
     report: ReportOptions = field(default_factory=ReportOptions)
     print_tables: bool = True
 
@@ -49,12 +51,15 @@ def run(cfg: ReportConfig) -> dict[str, Any]:
     rd = RunDir.create(cfg.out, cfg.outputs_root, "report")
     rd.write_json(rd.manifest, build_manifest(asdict(cfg), [], rd.read_json(rd.manifest)))
 
-    def scorer() -> OpenScorer:
+    def scorer() -> TextScorer:
+        from actors.scoring import open_scorer
+
         log.info("loading open-ended scoring models: %s", [m.name for m in cfg.open_scoring.embedders])
-        return OpenScorer.from_config(cfg.open_scoring)
+        return open_scorer(cfg.open_scoring)
 
     patterns = [cfg.runs] if isinstance(cfg.runs, str) else [str(p) for p in cfg.runs]
-    report = build_report(patterns, rd.root, cfg.report, scorer)
+    with scoring_session(cfg.open_scoring, cfg.cluster):
+        report = build_report(patterns, rd.root, cfg.report, scorer)
     if cfg.print_tables:
         print(printable(report))
     print(f"\nreport: {rd.root / REPORT}")

@@ -22,7 +22,15 @@ from medagent.data import load_benchmark
 from medagent.eval import format_table, score
 from medagent.run import RunDir, build_manifest, check_resume
 from medagent.types import Prediction, Question
-from pipelines.common import drain, log, ray_session, register_configs, run_llm_app, setup_logging
+from pipelines.common import (
+    drain,
+    log,
+    ray_session,
+    register_configs,
+    run_llm_app,
+    scoring_session,
+    setup_logging,
+)
 
 # Agent modes that search (the others call the LLM alone).
 SEARCH_MODES = frozenset({"full", "no_tools", "no_cache_prune"})
@@ -239,16 +247,7 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
     )
     result = {**metrics.to_dict(), "run_dir": str(rd.root), "llm": cfg.llm.name, "agent": cfg.agent.mode}
     if cfg.agent.open_ended:
-        from medagent.eval import score_open_ended
-
-        # Free-text answers: embedding cosine and BERTScore F1 against the gold answer text.
-        result["open_ended"] = score_open_ended(
-            rd.load_predictions(),
-            rd.load_golds(),
-            cfg.open_scoring,
-            bootstrap_samples=cfg.bootstrap_samples,
-            seed=cfg.seed,
-        )
+        result["open_ended"] = _score_open_ended(cfg, rd)
         print(_format_open_ended(result["open_ended"]))
     if searched is not None:
         result["index"] = {"dir": cfg.index_dir, "searched": searched}
@@ -260,6 +259,31 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
         _print_example(rd, data.pairs)
     print(f"\nrun directory: {rd.root}")
     return result
+
+
+def _score_open_ended(cfg: RunConfig, rd: RunDir) -> dict[str, Any]:
+    """Free-text answers: embedding cosine and BERTScore F1 against the gold answer text, scored where
+    ``open_scoring`` places the models: an actor on a GPU node (its node recorded as ``placement``), or here.
+    """
+    from actors.scoring import RemoteScorer, open_scorer
+    from medagent.eval import score_open_ended
+
+    with scoring_session(cfg.open_scoring, cfg.cluster):
+        scorer = open_scorer(cfg.open_scoring)
+        try:
+            summary = score_open_ended(
+                rd.load_predictions(),
+                rd.load_golds(),
+                scorer=scorer,
+                bootstrap_samples=cfg.bootstrap_samples,
+                seed=cfg.seed,
+            )
+            if isinstance(scorer, RemoteScorer):
+                summary["placement"] = scorer.where()
+        finally:
+            if isinstance(scorer, RemoteScorer):
+                scorer.close()  # frees its GPU for the next cell of a suite
+    return summary
 
 
 def _format_open_ended(summary: dict[str, Any]) -> str:

@@ -266,7 +266,7 @@ def format_summary(cells: Sequence[Cell]) -> str:
 
 def write_report(cells: Sequence[Cell], out: Path, print_tables: bool) -> Path | None:
     """``pipelines.report``'s tables and figures over the cells that have predictions."""
-    from medagent.eval import OpenScorer
+    from actors.scoring import open_scorer
     from medagent.report import ReportOptions, build_report
     from medagent.report.build import REPORT, printable
 
@@ -277,7 +277,7 @@ def write_report(cells: Sequence[Cell], out: Path, print_tables: bool) -> Path |
         return None
     first = cells[0].cfg
     opts = ReportOptions(bootstrap_samples=first.bootstrap_samples, seed=first.seed)
-    report = build_report(runs, out, opts, lambda: OpenScorer.from_config(first.open_scoring))
+    report = build_report(runs, out, opts, lambda: open_scorer(first.open_scoring))
     if print_tables:
         print(printable(report))
     return out / REPORT

@@ -12,6 +12,7 @@ from medagent.config.base import (
     ModelConfig,
     RerankerConfig,
     RetrieverConfig,
+    SimNodeConfig,
     to_dataclass,
 )
 from medagent.config.interview import (
@@ -47,6 +48,7 @@ __all__ = [
     "RetrieverConfig",
     "RunConfig",
     "ServeConfig",
+    "SimNodeConfig",
     "SuiteConfig",
     "SuiteRunConfig",
     "to_dataclass",

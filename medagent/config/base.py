@@ -68,6 +68,31 @@ class BenchmarkConfig:
 
 
 @dataclass
+class SimNodeConfig:
+    """One node of a simulated cluster (``pipelines/sim_cluster.py``): the resources one node group of a real
+    cluster advertises in its ``ray start`` parameters, with logical GPUs where the group has real ones.
+
+    Attributes:
+        name: The node group it stands for (``head``, ``llm``, ``retrieval``, ``cpu``); the first node is the
+            head.
+        num_cpus: Logical CPUs (all nodes share this machine's cores).
+        num_gpus: Logical GPUs: Ray schedules on them, torch sees none.
+        resources: Custom resources, e.g. ``{llm_node: 1}``.
+        memory_gb: Ray's logical ``memory`` resource of the node (what a task asking for memory reserves).
+        object_store_mb: Shared-memory object store of the node.
+        metrics_export_port: The node's Prometheus endpoint (``/metrics``).
+    """
+
+    name: str = "node"
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    resources: dict[str, float] = field(default_factory=dict)
+    memory_gb: float = 4.0
+    object_store_mb: int = 256
+    metrics_export_port: int | None = None
+
+
+@dataclass
 class ClusterConfig:
     """Where Ray runs and how much each part gets; read by ``actors.builder`` only.
 
@@ -137,6 +162,21 @@ class ClusterConfig:
     # a deployment listed here autoscales instead of using its fixed replica count.
     autoscaling: dict[str, dict[str, Any]] = field(default_factory=dict)
     runtime_env: dict[str, Any] = field(default_factory=dict)
+    # Where Serve runs HTTP proxies: EveryNode (Serve's default: each node with a replica), HeadOnly, or
+    # Disabled. Nodes that share one machine also share its ports, so a simulated cluster keeps one proxy.
+    serve_proxy_location: str = "EveryNode"
+    # Ray's authentication mode for the drivers a pipeline starts (``RAY_AUTH_MODE``): "token" where the
+    # cluster's nodes run with it (the token comes from ~/.ray/auth_token or RAY_AUTH_TOKEN); None leaves
+    # the environment as it is.
+    auth_mode: str | None = None
+    # Leave the LLM application running when a pipeline that joined a cluster ends (the next pipeline
+    # reuses it, ``pipelines.common.run_llm_app``) instead of shutting Serve down; a local cluster the
+    # pipeline started always goes with it.
+    keep_llm_app: bool = False
+    # A simulated multi-node cluster on this machine (``pipelines/sim_cluster.py``): its nodes, head first,
+    # and the head's dashboard port; empty on real clusters.
+    sim_nodes: list[SimNodeConfig] = field(default_factory=list)
+    dashboard_port: int | None = None
 
 
 def to_dataclass(cls: type, data: Any) -> Any:

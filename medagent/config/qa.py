@@ -76,6 +76,11 @@ class OpenScoringConfig:
         bertscore_num_layers: Layer whose token embeddings are matched (mpnet: 8, deberta-xlarge-mnli: 40).
         bertscore_batch_size: Pairs per BERTScore forward pass.
         device: ``cpu``, ``cuda``, ...; None picks CUDA when available.
+        num_gpus: GPUs the scoring models need. Above 0, scoring runs in a Ray actor that asks for them (and
+            ``memory_gb``), on whichever node has them, never in the driver: a head without GPUs drives
+            Table 2. 0 scores in the driver's process.
+        num_cpus: CPUs of that actor.
+        memory_gb: Memory the actor reserves for the models (Ray's ``memory`` resource); 0 reserves none.
     """
 
     embedders: list[ModelConfig] = field(
@@ -105,6 +110,9 @@ class OpenScoringConfig:
     bertscore_num_layers: int = 8
     bertscore_batch_size: int = 16
     device: str | None = None
+    num_gpus: float = 0.0
+    num_cpus: float = 1.0
+    memory_gb: float = 0.0
 
 
 @dataclass

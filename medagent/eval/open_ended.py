@@ -107,6 +107,17 @@ def row_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num, dtype=np.float64), where=den > 0)
 
 
+class TextScorer(Protocol):
+    """What scoring needs of the models: ``OpenScorer`` in this process, or a proxy for one held by a Ray
+    actor on a GPU node (``actors.scoring``)."""
+
+    def metric_names(self) -> list[str]: ...
+
+    def score_pairs(self, candidates: Sequence[str], references: Sequence[str]) -> dict[str, list[float]]: ...
+
+    def models(self) -> dict[str, Any]: ...
+
+
 @dataclass
 class OpenScorer:
     """The loaded scoring models: embedders by metric-facing name, and an optional BERTScore scorer."""
@@ -146,6 +157,14 @@ class OpenScorer:
     def metric_names(self) -> list[str]:
         return [cosine_metric(n) for n in self.embedders] + ([BERTSCORE] if self.bertscore else [])
 
+    def models(self) -> dict[str, Any]:
+        """The models behind the metrics, as ``score_open_ended`` records them."""
+        return {
+            "embedders": list(self.embedders),
+            "bertscore": self.bertscore_name if self.bertscore else None,
+            "bertscore_num_layers": self.bertscore_num_layers if self.bertscore else None,
+        }
+
     def score_pairs(self, candidates: Sequence[str], references: Sequence[str]) -> dict[str, list[float]]:
         """Every metric on aligned (candidate, reference) pairs."""
         if len(candidates) != len(references):
@@ -184,7 +203,7 @@ def score_open_ended(
     golds: Mapping[str, Gold],
     cfg: OpenScoringConfig | None = None,
     *,
-    scorer: OpenScorer | None = None,
+    scorer: TextScorer | None = None,
     bootstrap_samples: int = 1000,
     seed: int = 0,
 ) -> dict[str, Any]:
@@ -245,9 +264,5 @@ def score_open_ended(
         "no_reference": no_reference,
         "missing": len(set(golds) - seen),
         "metrics": metrics,
-        "models": {
-            "embedders": list(scorer.embedders),
-            "bertscore": scorer.bertscore_name if scorer.bertscore else None,
-            "bertscore_num_layers": scorer.bertscore_num_layers if scorer.bertscore else None,
-        },
+        "models": scorer.models(),
     }

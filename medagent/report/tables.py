@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from medagent.eval import BenchmarkMetrics, OpenScorer, question_outcomes, score, score_open_ended
+from medagent.eval import BenchmarkMetrics, TextScorer, question_outcomes, score, score_open_ended
 from medagent.report.loader import Run, labels
 from medagent.report.table import NA, Table, pct
 from medagent.report.usage import llm_calls, tool_calls
@@ -74,7 +74,7 @@ def table1(selected: Sequence[Run], acc: dict[Path, BenchmarkMetrics]) -> Table:
     return t
 
 
-ScorerFactory = Callable[[], OpenScorer]
+ScorerFactory = Callable[[], TextScorer]
 
 
 def open_ended_metrics(
@@ -87,7 +87,7 @@ def open_ended_metrics(
     the scorer (loaded once, on first need); without a scorer the run is named in a note."""
     out: dict[Path, dict[str, Any]] = {}
     notes: list[str] = []
-    scorer: OpenScorer | None = None
+    scorer: TextScorer | None = None
     for r in runs:
         if not r.key.open_ended:
             continue

@@ -1,0 +1,246 @@
+"""A multi-node Ray cluster on this machine: ``python -m pipelines.sim_cluster`` (``make sim-cluster``).
+
+Starts a head and one worker node per node group of ``cluster.sim_nodes`` (``conf/cluster/sim_multi_node.yaml``:
+the LLM, retrieval and CPU groups of ``multi_node``, with their custom resources and logical GPUs), all on
+127.0.0.1 with token authentication, and keeps them up until Ctrl-C or SIGTERM, when it stops every node. Any
+pipeline then joins it with ``cluster=sim_multi_node``, and ``pipelines.submit --address
+http://127.0.0.1:<dashboard_port>`` submits jobs to it as to a real cluster.
+
+A node whose raylet dies (``kill -9`` of the pid in the state file: a lost machine) is replaced after
+``replace_delay_s`` by a fresh node of the same group, as KubeRay replaces a lost worker pod; 0 leaves it
+gone. The state file (``state_file``) names each node's pid, node id and metrics port, and is rewritten on
+every change.
+
+Nodes are ``ray.cluster_utils.Cluster`` nodes rather than ``ray start`` processes: ``ray start`` rewrites
+127.0.0.1 to the machine's network address, and refuses to join a head that listens on loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from medagent.config import ClusterConfig, SimNodeConfig
+from pipelines.common import log, setup_logging
+
+GIB = 1024**3
+MIB = 1024**2
+
+
+@dataclass
+class SimClusterConfig:
+    """What ``conf/sim_cluster.yaml`` composes."""
+
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    # Rewritten whenever a node starts or is lost: address, dashboard, and per node its pid and node id.
+    state_file: str = "outputs/sim_cluster/state.json"
+    # Seconds before a lost node is replaced by a new node of its group; 0: never.
+    replace_delay_s: float = 10.0
+    # Ray's session root for these nodes (default: Ray's own, /tmp/ray).
+    temp_dir: str | None = None
+
+
+def _ensure_token(auth_mode: str | None) -> None:
+    """Token mode for every node and driver started from here; a token is generated once if none exists."""
+    if auth_mode != "token":
+        return
+    os.environ["RAY_AUTH_MODE"] = "token"
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return
+    if not (Path.home() / ".ray" / "auth_token").exists():
+        ray_cli = Path(sys.executable).with_name("ray")
+        subprocess.run([str(ray_cli), "get-auth-token", "--generate"], check=True, capture_output=True)
+
+
+def _node_args(node: SimNodeConfig, temp_dir: str | None) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "node_name": node.name,
+        "num_cpus": node.num_cpus,
+        "num_gpus": node.num_gpus,
+        "resources": dict(node.resources),
+        "memory": int(node.memory_gb * GIB),
+        "object_store_memory": node.object_store_mb * MIB,
+    }
+    if node.metrics_export_port:
+        args["metrics_export_port"] = node.metrics_export_port
+    if temp_dir:
+        args["temp_dir"] = temp_dir
+    return args
+
+
+class SimCluster:
+    """The running nodes; ``start`` brings them up, ``supervise`` replaces lost ones, ``stop`` ends them all."""
+
+    def __init__(self, cluster: ClusterConfig, state_file: Path, temp_dir: str | None = None) -> None:
+        if not cluster.sim_nodes:
+            raise ValueError(f"cluster={cluster.name} has no sim_nodes; use cluster=sim_multi_node")
+        if not cluster.address or ":" not in cluster.address:
+            raise ValueError(
+                f"cluster.address must be 127.0.0.1:<port> for the head, got {cluster.address!r}"
+            )
+        self.cfg = cluster
+        self.state_file = state_file
+        self.temp_dir = temp_dir
+        self.nodes: dict[str, Any] = {}
+        self.raylet_pids: dict[str, int] = {}
+        self.restarts: dict[str, int] = {n.name: 0 for n in cluster.sim_nodes}
+        self.lost: dict[str, float] = {}
+        self._cluster: Any = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        # Both are read when ray is imported: loopback addresses, and the token for every node.
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        _ensure_token(self.cfg.auth_mode)
+        from ray.cluster_utils import Cluster
+
+        head, *workers = self.cfg.sim_nodes
+        head_args = _node_args(head, self.temp_dir)
+        head_args.update(
+            gcs_server_port=int(self.cfg.address.rsplit(":", 1)[1]),  # type: ignore[union-attr]
+            include_dashboard=True,
+            dashboard_host="127.0.0.1",
+        )
+        if self.cfg.dashboard_port:
+            head_args["dashboard_port"] = self.cfg.dashboard_port
+        start = time.perf_counter()
+        self._cluster = Cluster(initialize_head=True, head_node_args=head_args)
+        self._register(head.name, self._cluster.head_node)
+        for node in workers:
+            self._register(node.name, self._cluster.add_node(**_node_args(node, self.temp_dir)))
+        self._cluster.wait_for_nodes()
+        self.write_state()
+        log.info("simulated cluster up in %.1fs:\n%s", time.perf_counter() - start, self.describe())
+
+    def _register(self, name: str, node: Any) -> None:
+        self.nodes[name] = node
+        self.raylet_pids[name] = int(node.all_processes["raylet"][0].process.pid)
+
+    def _spec(self, name: str) -> SimNodeConfig:
+        return next(n for n in self.cfg.sim_nodes if n.name == name)
+
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.cfg.dashboard_port}" if self.cfg.dashboard_port else ""
+
+    def state(self) -> dict[str, Any]:
+        nodes = {}
+        for spec in self.cfg.sim_nodes:
+            node = self.nodes.get(spec.name)
+            nodes[spec.name] = {
+                "alive": node is not None and spec.name not in self.lost,
+                "node_id": node.node_id if node is not None else None,
+                "raylet_pid": self.raylet_pids.get(spec.name),
+                "metrics_export_port": spec.metrics_export_port,
+                "restarts": self.restarts[spec.name],
+                "spec": asdict(spec),
+            }
+        return {
+            "address": self.cfg.address,
+            "dashboard": self.dashboard_url(),
+            "serve_http": f"http://{self.cfg.http_host}:{self.cfg.http_port}",
+            "pid": os.getpid(),
+            "nodes": nodes,
+        }
+
+    def write_state(self) -> None:
+        self.state_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state(), indent=1))
+        os.replace(tmp, self.state_file)
+
+    def describe(self) -> str:
+        lines = [f"  {'node':<10} {'CPU':>4} {'GPU':>4}  {'resources':<22} {'metrics':>7}  node id"]
+        for spec in self.cfg.sim_nodes:
+            node = self.nodes.get(spec.name)
+            res = json.dumps(spec.resources) if spec.resources else "-"
+            lines.append(
+                f"  {spec.name:<10} {spec.num_cpus:>4g} {spec.num_gpus:>4g}  {res:<22} "
+                f"{spec.metrics_export_port or '-'!s:>7}  {node.node_id[:12] if node else 'lost'}"
+            )
+        lines += [
+            f"  address {self.cfg.address}   dashboard {self.dashboard_url()}   state {self.state_file}",
+            f"  join: python -m pipelines.<pipeline> cluster={self.cfg.name} ...",
+            f"  submit: python -m pipelines.submit <pipeline> cluster={self.cfg.name} ... "
+            f"--address {self.dashboard_url()}",
+        ]
+        return "\n".join(lines)
+
+    def check_nodes(self, replace_delay_s: float) -> None:
+        """Marks nodes whose raylet died as lost (cleaning up what is left of them) and, ``replace_delay_s``
+        later, starts a new node of the same group."""
+        with self._lock:
+            now = time.monotonic()
+            for name, node in list(self.nodes.items()):
+                if name in self.lost or name == self.cfg.sim_nodes[0].name:
+                    continue
+                raylet = node.all_processes.get("raylet")
+                if not raylet or raylet[0].process.poll() is not None:
+                    log.warning("node %s (%s) lost: its raylet exited", name, node.node_id[:12])
+                    node.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
+                    self._cluster.worker_nodes.discard(node)
+                    self.lost[name] = now
+                    self.write_state()
+            for name, since in list(self.lost.items()):
+                if replace_delay_s > 0 and now - since >= replace_delay_s:
+                    self._register(
+                        name, self._cluster.add_node(**_node_args(self._spec(name), self.temp_dir))
+                    )
+                    self.restarts[name] += 1
+                    del self.lost[name]
+                    self.write_state()
+                    log.info("node %s replaced: %s", name, self.nodes[name].node_id[:12])
+
+    def supervise(self, replace_delay_s: float, stop: threading.Event, poll_s: float = 1.0) -> None:
+        while not stop.wait(poll_s):
+            self.check_nodes(replace_delay_s)
+
+    def stop(self) -> None:
+        if self._cluster is not None:
+            with self._lock:
+                self._cluster.shutdown()
+            self._cluster = None
+        self.state_file.unlink(missing_ok=True)
+        log.info("simulated cluster stopped")
+
+
+def run(cfg: SimClusterConfig) -> None:
+    """Starts the cluster, replaces lost nodes, stops everything on Ctrl-C / SIGTERM."""
+    sim = SimCluster(cfg.cluster, Path(cfg.state_file).resolve(), cfg.temp_dir)
+    stop = threading.Event()
+
+    def _stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping the simulated cluster", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    try:
+        sim.start()
+        sim.supervise(cfg.replace_delay_s, stop)
+    finally:
+        sim.stop()
+
+
+ConfigStore.instance().store(name="sim_cluster_schema", node=SimClusterConfig)
+
+
+@hydra.main(config_path="../conf", config_name="sim_cluster", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    setup_logging()
+    run(OmegaConf.to_object(cfg))  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    main()

