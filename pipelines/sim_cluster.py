@@ -104,6 +104,10 @@ class SimCluster:
         # Both are read when ray is imported: loopback addresses, and the token for every node.
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
         _ensure_token(self.cfg.auth_mode)
+        # Jobs run `python -m pipelines...` (pipelines.submit): on these nodes that is this environment's
+        # Python, as the image's is on a real cluster.
+        bin_dir = str(Path(sys.executable).parent)
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
         from ray.cluster_utils import Cluster
 
         head, *workers = self.cfg.sim_nodes

