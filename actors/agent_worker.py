@@ -65,6 +65,7 @@ class AgentWorker:
             "json_schema": self.llm_cfg.supports_json_schema,
             "tool_calls": self.llm_cfg.tool_calls,
             "tool_choice": self.llm_cfg.tool_choice,
+            "logprobs": self.llm_cfg.supports_logprobs,
         }
         return build_agent(self.agent_cfg, llm, services)
 

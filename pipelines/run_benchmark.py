@@ -24,9 +24,6 @@ from medagent.run import RunDir, build_manifest, check_resume
 from medagent.types import Prediction, Question
 from pipelines.common import drain, log, ray_session, register_configs, run_llm_app, setup_logging
 
-# Agent modes that search (the others call the LLM alone).
-SEARCH_MODES = frozenset({"full", "no_tools", "no_cache_prune"})
-
 # Config keys that may differ when a run dir is resumed (``medagent.run.drift`` patterns); any other
 # difference from the config in the run dir's manifest refuses the resume (``RunConfig.resume_check``).
 # They choose where and how fast the run goes, how much of it, or how it is scored (recomputed over every
@@ -54,7 +51,10 @@ Endpoints = tuple[dict[str, Any], dict[str, Any] | None]
 
 
 def uses_retrieval(cfg: RunConfig) -> bool:
-    return cfg.agent.mode in SEARCH_MODES
+    """Whether the run's agent searches: its mode says so when it registers (``medagent.agent``)."""
+    from medagent.agent import needs_retrieval
+
+    return needs_retrieval(cfg.agent)
 
 
 def run_config(cfg: RunConfig) -> dict[str, Any]:
@@ -252,14 +252,30 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
         print(_format_open_ended(result["open_ended"]))
     if searched is not None:
         result["index"] = {"dir": cfg.index_dir, "searched": searched}
+    gate_view = _gate_summary(cfg, rd, result)
     rd.write_json(rd.metrics, result)
     print("\n" + format_table([metrics]))
+    if gate_view:
+        print("\n" + gate_view)
     if searched is not None:
         print(f"\nsearched {cfg.index_dir}: {searched}")
     if cfg.show_example:
         _print_example(rd, data.pairs)
     print(f"\nrun directory: {rd.root}")
     return result
+
+
+def _gate_summary(cfg: RunConfig, rd: RunDir, result: dict[str, Any]) -> str | None:
+    """A gated run: standalone, full and gated answers side by side, and the arms' accuracy and cost at the
+    run's threshold (into ``result["gate"]``); the report derives every other threshold."""
+    if cfg.agent.mode != "gated" or cfg.agent.open_ended:
+        return None
+    from medagent.report.gate import side_by_side, sweep
+
+    preds, golds = rd.load_predictions(with_traces=True), rd.load_golds()
+    threshold = cfg.agent.gate.threshold
+    result["gate"] = sweep(preds, golds, [threshold], bootstrap_samples=cfg.bootstrap_samples, seed=cfg.seed)
+    return side_by_side(preds, golds, threshold)
 
 
 def _format_open_ended(summary: dict[str, Any]) -> str:

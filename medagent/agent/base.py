@@ -16,18 +16,41 @@ class Agent(Protocol):
 
 AgentFactory = Callable[[ChatModel, AgentConfig, dict[str, Any]], Agent]
 _AGENTS: dict[str, AgentFactory] = {}
+# Whether a mode's agent searches (needs the retriever and reranker deployed), by mode.
+_RETRIEVAL: dict[str, Callable[[AgentConfig], bool]] = {}
 
 
-def register_agent(mode: str) -> Callable[[AgentFactory], AgentFactory]:
-    """Registers a factory ``(llm, agent_cfg, services) -> Agent`` under ``mode``."""
+def register_agent(
+    mode: str, *, retrieval: bool | Callable[[AgentConfig], bool] = False
+) -> Callable[[AgentFactory], AgentFactory]:
+    """Registers a factory ``(llm, agent_cfg, services) -> Agent`` under ``mode``.
+
+    Args:
+        mode: The ``agent.mode`` it answers to.
+        retrieval: Whether the agent searches, or a function of its config that says so (the gated
+            agent searches when its tools part does); ``needs_retrieval`` reads it.
+    """
 
     def deco(factory: AgentFactory) -> AgentFactory:
         if mode in _AGENTS:
             raise ValueError(f"agent mode {mode!r} registered twice")
         _AGENTS[mode] = factory
+        _RETRIEVAL[mode] = retrieval if callable(retrieval) else _always(retrieval)
         return factory
 
     return deco
+
+
+def _always(value: bool) -> Callable[[AgentConfig], bool]:
+    return lambda _cfg: value
+
+
+def needs_retrieval(cfg: AgentConfig) -> bool:
+    """Whether ``cfg``'s agent searches, as its mode registered it (the pipelines deploy search for it)."""
+    try:
+        return _RETRIEVAL[cfg.mode](cfg)
+    except KeyError:
+        raise KeyError(f"unknown agent mode {cfg.mode!r}; registered: {sorted(_AGENTS)}") from None
 
 
 def build_agent(cfg: AgentConfig, llm: ChatModel, services: dict[str, Any] | None = None) -> Agent:

@@ -92,7 +92,7 @@ class NoToolsAgent:
         )
 
 
-@register_agent("no_tools")
+@register_agent("no_tools", retrieval=True)  # the top documents go into its prompt
 def _no_tools(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> NoToolsAgent:
     return NoToolsAgent(
         llm,

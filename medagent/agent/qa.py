@@ -388,4 +388,4 @@ def _factory(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> QAAg
 
 
 for _mode in ("full", "no_cache_prune", "no_search"):
-    register_agent(_mode)(_factory)
+    register_agent(_mode, retrieval="enable_search" in tool_names(_mode, False))(_factory)

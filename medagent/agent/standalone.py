@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from medagent.agent.answers import answer_schema, parse_choice
 from medagent.agent.base import register_agent
 from medagent.config import AgentConfig
-from medagent.llm.base import ChatModel
+from medagent.llm.base import ChatModel, ChatResponse
 from medagent.prompts import load_prompt
 from medagent.types import INVALID, Prediction, Question
 
@@ -29,6 +30,31 @@ class StandaloneAgent:
 
     async def answer(self, question: Question) -> Prediction:
         start = time.perf_counter()
+        attempt = await self.respond(question)
+        resp = attempt.response
+        return Prediction(
+            id=question.id,
+            benchmark=question.benchmark,
+            answer=attempt.answer,
+            raw=resp.content,
+            trace=[attempt.step("final_answer", 0)],
+            usage={
+                "prompt_tokens": resp.usage.prompt_tokens,
+                "completion_tokens": resp.usage.completion_tokens,
+            },
+            latency_s=time.perf_counter() - start,
+        )
+
+    async def respond(
+        self,
+        question: Question,
+        *,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        top_logprobs: int | None = None,
+    ) -> Attempt:
+        """One direct-response call and its parsed answer; sampling defaults to the config's."""
         open_ended = self.cfg.open_ended or not question.options
         if open_ended:
             messages = self.prompt_open.render(question=question.text)
@@ -40,36 +66,40 @@ class StandaloneAgent:
         resp = await self.llm.chat(
             messages,
             response_format=response_format,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
+            temperature=self.cfg.temperature if temperature is None else temperature,
+            top_p=self.cfg.top_p if top_p is None else top_p,
             max_tokens=self.cfg.max_tokens,
+            seed=seed,
+            top_logprobs=top_logprobs,
         )
         if open_ended:
             answer = resp.content.strip() or INVALID
         else:
             assert question.options is not None
             answer = parse_choice(resp.content, question.options)
-        step: dict[str, Any] = {
-            "step": 0,
-            "kind": "final_answer",
+        return Attempt(answer, resp, response_format is not None)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One direct-response call: the parsed answer, the response, whether decoding was constrained."""
+
+    answer: str
+    response: ChatResponse
+    constrained: bool
+
+    def step(self, kind: str, index: int) -> dict[str, Any]:
+        """Its trace record (the fields the standalone agent has always written)."""
+        resp = self.response
+        return {
+            "step": index,
+            "kind": kind,
             "latency_s": round(resp.latency_s, 4),
             "prompt_tokens": resp.usage.prompt_tokens,
             "completion_tokens": resp.usage.completion_tokens,
             "finish_reason": resp.finish_reason,
-            "constrained": response_format is not None,
+            "constrained": self.constrained,
         }
-        return Prediction(
-            id=question.id,
-            benchmark=question.benchmark,
-            answer=answer,
-            raw=resp.content,
-            trace=[step],
-            usage={
-                "prompt_tokens": resp.usage.prompt_tokens,
-                "completion_tokens": resp.usage.completion_tokens,
-            },
-            latency_s=time.perf_counter() - start,
-        )
 
 
 @register_agent("standalone")

@@ -53,6 +53,9 @@ class LLMConfig:
     # e.g. hermes, reads its calls) or "required" (vLLM decodes the turn under the tools' schemas, so a
     # small model that ignores tools= still returns a real call).
     tool_choice: str = "auto"
+    # The backend returns token log-probabilities for ``top_logprobs`` (llama.cpp's server and vLLM do); the
+    # gated agent then reads its confidence from them instead of sampling k answers.
+    supports_logprobs: bool = True
     request_timeout_s: float = 600.0
     max_retries: int = 3
     engine_kwargs: dict[str, Any] = field(default_factory=dict)

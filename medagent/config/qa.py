@@ -16,6 +16,38 @@ from medagent.config.base import (
 
 
 @dataclass
+class GateConfig:
+    """The gated agent (``mode: gated``): answer as the standalone model does when it is sure, else use tools.
+
+    Attributes:
+        threshold: The first answer stands when its confidence is at least this (in [0, 1]).
+        confidence: ``logprobs`` (the chosen letter's probability among the options), ``samples`` (the
+            share of ``samples`` sampled answers agreeing with the greedy one), or ``auto``: logprobs when
+            the backend returns them (``llm.supports_logprobs``), else samples.
+        top_logprobs: Alternatives asked for per token (20 is vLLM's and OpenAI's maximum).
+        samples: k of the agreement measure.
+        sample_temperature: Sampling of the agreement measure (seed A's re-run setting: 0.7 / 0.8).
+        sample_top_p: As above.
+        max_tokens: ``max_tokens`` of the first answer (and its samples): agent=standalone's, so the first
+            answer is the standalone agent's (the agent's own ``max_tokens`` is the tools' final call's).
+        tools_mode: The tool-using agent run below the threshold.
+        record_both: Run the tools on every question, whatever the confidence, and record both answers: the
+            prediction is still the gated one at ``threshold``, and the report derives every other threshold
+            (accuracy, flips, cost) from this one run (``medagent.report.gate``).
+    """
+
+    threshold: float = 0.9
+    confidence: str = "auto"
+    top_logprobs: int = 20
+    samples: int = 5
+    sample_temperature: float = 0.7
+    sample_top_p: float = 0.8
+    max_tokens: int = 64
+    tools_mode: str = "full"
+    record_both: bool = False
+
+
+@dataclass
 class AgentConfig:
     """Agent mode and sampling; defaults follow seed A (temperature 0, top_p 1)."""
 
@@ -60,6 +92,8 @@ class AgentConfig:
     # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
     retrieval_sources: list[str] | None = None
     retrieval_mode: str | None = None
+    # The gated agent's confidence gate (mode gated).
+    gate: GateConfig = field(default_factory=GateConfig)
 
 
 @dataclass

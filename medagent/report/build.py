@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medagent.report import figures
+from medagent.report.gate import DEFAULT_THRESHOLDS, sweep_table
 from medagent.report.loader import Run, describe, labels, load_runs, select_cells
 from medagent.report.table import Table
 from medagent.report.tables import (
@@ -46,6 +47,8 @@ class ReportOptions:
         flip_treatment: ...with this one, on the same benchmark, LLM and question ids.
         compute_open_ended: Score open-ended runs whose metrics.json has no ``open_ended`` entry (loads the
             ``open_scoring`` models); false leaves them out with a note.
+        gate_thresholds: The thresholds at which the gate table shows the gated agent of each
+            ``agent=gated`` run (the Pareto figure uses every distinct confidence as well).
     """
 
     main_top_r: int = 32
@@ -56,6 +59,7 @@ class ReportOptions:
     flip_baseline: str = "standalone"
     flip_treatment: str = "full"
     compute_open_ended: bool = True
+    gate_thresholds: list[float] = field(default_factory=lambda: list(DEFAULT_THRESHOLDS))
     bootstrap_samples: int = 1000
     seed: int = 0
 
@@ -132,6 +136,7 @@ def build_report(
     t2 = table2(selected, open_metrics)
     t2.notes += open_notes
     mc_runs = [r for r in runs if not r.key.open_ended]
+    gate, gate_curve = sweep_table(selected, opts.gate_thresholds, opts.bootstrap_samples, opts.seed)
     tables = {
         t.name: t
         for t in (
@@ -144,6 +149,8 @@ def build_report(
             tool_distribution_table(selected, opts.tool_modes, opts.distribution_tools),
             cost_table(runs),
             flip_table(selected, opts.flip_baseline, opts.flip_treatment),
+            gate,
+            gate_curve,
         )
     }
     figs = {
@@ -152,6 +159,7 @@ def build_report(
             tables["fig2b_tool_call_distribution"], out_dir / "fig2b_tool_call_distribution.png"
         ),
         "fig3": figures.fig3(tables["fig3_top_r"], out_dir / "fig3_top_r.png"),
+        "gate_pareto": figures.gate_pareto(gate_curve, out_dir / "gate_pareto.png"),
     }
     for t in tables.values():
         t.write_csv(out_dir)
@@ -199,9 +207,16 @@ def render(
     parts.append(tables["fig3_top_r"].to_markdown())
     parts.append("## Cost, latency and flips\n")
     parts += [tables[n].to_markdown() for n in ("cost_latency", "flips")]
+    parts.append("## Confidence gate: search only when it helps\n")
+    parts.append(
+        _figure_section("Accuracy vs cost per question", figs["gate_pareto"], out_dir, "no agent=gated run")
+    )
+    parts.append(tables["gate_sweep"].to_markdown())
     return "\n".join(parts)
 
 
 def printable(report: Report) -> str:
     """The tables as printed by the pipeline (markdown, without the figure links)."""
-    return "\n".join(t.to_markdown() for name, t in report.tables.items() if name != "runs")
+    return "\n".join(
+        t.to_markdown() for name, t in report.tables.items() if name not in ("runs", "gate_curve")
+    )

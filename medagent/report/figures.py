@@ -1,5 +1,5 @@
 """The report's figures (seed A): Fig. 2a tool calls per question, Fig. 2b call-count distribution, Fig. 3
-accuracy vs TopR. Each is drawn from its table's records with matplotlib's Agg backend (no display), and
+accuracy vs TopR; and the confidence gate's accuracy-cost Pareto figure (issue 18). Each is drawn from its table's records with matplotlib's Agg backend (no display), and
 returns None when its table is empty.
 """
 
@@ -105,4 +105,42 @@ def fig3(table: Table, path: Path) -> Path | None:
     ax.set_ylabel("accuracy (%)")
     ax.set_title("Accuracy vs TopR")
     ax.legend(fontsize="small")
+    return _save(plt, fig, path)
+
+
+# The gate figure's cost axes: (record field, axis label).
+GATE_COSTS = (
+    ("llm_calls", "LLM calls per question"),
+    ("tokens", "tokens per question"),
+    ("wall_s", "wall s per question"),
+)
+
+
+def gate_pareto(curve: Table, path: Path) -> Path | None:
+    """Accuracy vs cost, one panel per cost: the gated agent's curve over every threshold, standalone and
+    full as points with their 95% CI; one colour per run (benchmark / LLM)."""
+    if not curve.records:
+        return None
+    plt = _pyplot()
+    labels = _unique([r["label"] for r in curve.records])
+    fig, axes = plt.subplots(1, len(GATE_COSTS), figsize=(4.2 * len(GATE_COSTS), 4.0), squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for ax, (key, xlabel) in zip(axes[0], GATE_COSTS, strict=True):
+        for i, label in enumerate(labels):
+            rows = [r for r in curve.records if r["label"] == label and r[key] is not None]
+            gated = sorted((r for r in rows if r["arm"] == "gated"), key=lambda r: r[key])
+            c = colors(i % 10)
+            ax.plot([r[key] for r in gated], [100 * r["accuracy"] for r in gated], "-", color=c, alpha=0.7,
+                    marker=".", label=f"gated ({label})" if len(labels) > 1 else "gated (each threshold)")  # fmt: skip
+            for arm, marker in (("standalone", "s"), ("full", "^")):
+                for r in (r for r in rows if r["arm"] == arm):
+                    y = 100 * r["accuracy"]
+                    err = [[y - 100 * r["ci95_lo"]], [100 * r["ci95_hi"] - y]]
+                    ax.errorbar([r[key]], [y], yerr=err, fmt=marker, color=c, capsize=3,
+                                label=arm if i == 0 else None)  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("accuracy (%)")
+    axes[0][0].legend(fontsize="small")
+    fig.suptitle("Confidence gate: accuracy vs cost (one run, every threshold)")
     return _save(plt, fig, path)
