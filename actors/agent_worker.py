@@ -47,8 +47,8 @@ class AgentWorker:
         services_endpoint: dict[str, Any] | None = None,
         kill_once_file: str | None = None,
     ) -> None:
-        self.agent_cfg: AgentConfig = to_dataclass(AgentConfig, agent)
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
+        self.agent_cfg: AgentConfig = to_dataclass(AgentConfig, agent).within(self.llm_cfg.max_output_tokens)
         self.endpoint = dict(llm_endpoint)
         self.services_endpoint = services_endpoint
         self._agent = self._build()

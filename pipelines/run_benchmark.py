@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,9 @@ def stream_predictions(
     from actors.builder import agent_worker_map_kwargs
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # our tqdm bar counts questions
-    items = ray.data.from_items([{"id": q.id, "question": json.dumps(q.to_dict())} for q in todo])
+    # An open-ended run never ships the options to a worker (defence in depth: the agents ignore them too).
+    shipped = [replace(q, options=None) if cfg.agent.open_ended else q for q in todo]
+    items = ray.data.from_items([{"id": q.id, "question": json.dumps(q.to_dict())} for q in shipped])
     ds = items.map_batches(
         AgentWorker,
         fn_constructor_kwargs={

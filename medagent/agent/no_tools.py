@@ -21,7 +21,7 @@ from medagent.agent.trace import Recorder, preview
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
-from medagent.types import Prediction, Question
+from medagent.types import INVALID, Prediction, Question
 
 
 class NoToolsAgent:
@@ -70,15 +70,22 @@ class NoToolsAgent:
             open_ended=open_ended,
         )
         constrained = options is not None and self.json_schema
-        resp = await self.llm.chat(
-            messages,
-            response_format=answer_schema(sorted(options)) if constrained and options else None,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            max_tokens=self.cfg.max_tokens,
-        )
-        answer = read_answer(resp.content, options)
-        rec.step("final_answer", **rec.llm(resp), constrained=constrained, answer=answer)
+        tries = self.cfg.answer_sampling()
+        for i, (temperature, top_p) in enumerate(tries):
+            resp = await self.llm.chat(
+                messages,
+                response_format=answer_schema(sorted(options)) if constrained and options else None,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=self.cfg.max_tokens,
+            )
+            answer = read_answer(resp.content, options)
+            last = answer != INVALID or i == len(tries) - 1
+            retry = {"retry": True} if i else {}  # seed A's re-run of an unreadable answer
+            kind = "final_answer" if last else "invalid_answer"
+            rec.step(kind, **rec.llm(resp), constrained=constrained, answer=answer, **retry)
+            if last:
+                break
         memory.finish()
         return Prediction(
             id=question.id,

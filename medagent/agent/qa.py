@@ -3,7 +3,7 @@
 The model picks its tools by function calling; nothing is scripted. Each turn is read by
 ``toolcalls.parse_reply``; the model's mistakes (malformed or unknown calls, bad arguments, empty or
 cut-off replies, an answer written next to a tool call) come back to it as observations and the loop goes
-on, within ``max_steps`` turns and ``max_conversation_tokens`` tokens. The answer is then a last call
+on, within ``AgentConfig.step_budget()`` turns and ``max_conversation_tokens`` tokens. The answer is then a last call
 conditioned on the conversation plus the memory bank's cached evidence (JSON-schema constrained for
 multiple choice when the backend supports it); an unparseable answer is ``INVALID``. ``LLMError`` and
 bugs propagate: the caller records the former against the question.
@@ -163,7 +163,7 @@ class QAAgent:
 
     async def _loop(self, run: _Run) -> tuple[str | None, str]:
         """Agent turns until the model answers; returns (its answer or None, why the loop ended)."""
-        for turn in range(self.cfg.max_steps):
+        for turn in range(self.cfg.step_budget()):
             if run.tokens(run.messages) + self.cfg.step_max_tokens > self.cfg.max_conversation_tokens:
                 return None, "token_budget"
             sent = list(run.messages)
@@ -224,7 +224,9 @@ class QAAgent:
         for i, call in enumerate(parsed.calls):
             start = time.perf_counter()
             before = run.rec.snapshot()
-            ok, summary = False, {}
+            # Whether the tool itself ran: refused calls (bad JSON, repeats, unknown tools, over the per-reply
+            # limit) are traced too, and Fig. 2 counts them apart from the executed ones.
+            ok, summary, executed = False, {}, False
             if call.error:
                 content = f"Error: {call.error}. Call {call.name} again with valid JSON arguments."
             elif call.name == ANSWER_TOOL and tools_called:
@@ -245,6 +247,7 @@ class QAAgent:
                 content = f"Error: unknown tool {call.name!r}; available tools: {', '.join(run.tools)}."
             else:
                 run.rec.tool_calls += 1
+                executed = True
                 run.last_call = (call.name, _key(call.arguments))
                 try:
                     result = await self.tools.run(
@@ -259,6 +262,7 @@ class QAAgent:
                 arguments=preview(call.arguments),
                 origin=call.origin,
                 ok=ok,
+                executed=executed,
                 result=preview(summary or content),
                 latency_s=round(time.perf_counter() - start, 4),
                 **run.rec.delta(before),
@@ -303,27 +307,34 @@ class QAAgent:
         limit = self.cfg.max_conversation_tokens - self.cfg.max_tokens
         messages = fit_messages(run.messages, prompt, limit, run)
         constrained = run.options is not None and self.json_schema
-        resp = await self.llm.chat(
-            messages,
-            response_format=answer_schema(sorted(run.options)) if constrained and run.options else None,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            max_tokens=self.cfg.max_tokens,
-        )
-        answer = self._read(resp.content, run.options)
-        source = "final_call"
-        if answer == INVALID and candidate is not None:
-            # The last call was unreadable but the model had committed to an answer in the loop.
-            answer, source = candidate, "model"
-        run.rec.step(
-            "final_answer",
-            **run.rec.llm(resp),
-            reason=reason,
-            source=source,
-            constrained=constrained,
-            answer=answer,
-            content=preview(resp.content),
-        )
+        # The model's own committed answer stands in for an unreadable last call before any retry.
+        tries = self.cfg.answer_sampling() if candidate is None else self.cfg.answer_sampling()[:1]
+        for i, (temperature, top_p) in enumerate(tries):
+            resp = await self.llm.chat(
+                messages,
+                response_format=answer_schema(sorted(run.options)) if constrained and run.options else None,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=self.cfg.max_tokens,
+            )
+            answer = self._read(resp.content, run.options)
+            source = "final_call"
+            if answer == INVALID and candidate is not None:
+                # The last call was unreadable but the model had committed to an answer in the loop.
+                answer, source = candidate, "model"
+            last = answer != INVALID or i == len(tries) - 1
+            run.rec.step(
+                "final_answer" if last else "invalid_answer",
+                **run.rec.llm(resp),
+                reason=reason,
+                source=source,
+                constrained=constrained,
+                answer=answer,
+                content=preview(resp.content),
+                **({"retry": True} if i else {}),  # seed A's re-run of an unreadable answer
+            )
+            if last:
+                break
         return answer, resp.content
 
 

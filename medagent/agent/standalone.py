@@ -30,17 +30,27 @@ class StandaloneAgent:
 
     async def answer(self, question: Question) -> Prediction:
         start = time.perf_counter()
-        attempt = await self.respond(question)
-        resp = attempt.response
+        attempts: list[Attempt] = []
+        for temperature, top_p in self.cfg.answer_sampling():
+            attempts.append(await self.respond(question, temperature=temperature, top_p=top_p))
+            if attempts[-1].answer != INVALID:
+                break
+        trace = [
+            a.step("final_answer" if i == len(attempts) - 1 else "invalid_answer", i)
+            for i, a in enumerate(attempts)
+        ]
+        for step in trace[1:]:
+            step["retry"] = True  # seed A's re-run of an unreadable answer (agent.retry_invalid)
+        final = attempts[-1].response
         return Prediction(
             id=question.id,
             benchmark=question.benchmark,
-            answer=attempt.answer,
-            raw=resp.content,
-            trace=[attempt.step("final_answer", 0)],
+            answer=attempts[-1].answer,
+            raw=final.content,
+            trace=trace,
             usage={
-                "prompt_tokens": resp.usage.prompt_tokens,
-                "completion_tokens": resp.usage.completion_tokens,
+                "prompt_tokens": sum(a.response.usage.prompt_tokens for a in attempts),
+                "completion_tokens": sum(a.response.usage.completion_tokens for a in attempts),
             },
             latency_s=time.perf_counter() - start,
         )

@@ -43,6 +43,9 @@ class LLMConfig:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     max_model_len: int = 32768
+    # The model's generation limit: every agent call's max_tokens is capped at it (seed A sets
+    # "model-specific maximum input lengths and generation token limits"); None leaves the agent's own.
+    max_output_tokens: int | None = None
     tool_call_parser: str | None = None
     supports_json_schema: bool = True
     # How the agent's turns call tools: "native" (OpenAI tools= and tool_calls; vLLM with a tool-call

@@ -18,6 +18,7 @@ from medagent.report.loader import Run, describe, labels, load_runs, select_cell
 from medagent.report.table import Table
 from medagent.report.tables import (
     ABLATIONS,
+    GPT4_ACCURACY,
     ScorerFactory,
     cost_table,
     flip_table,
@@ -47,6 +48,8 @@ class ReportOptions:
         flip_treatment: ...with this one, on the same benchmark, LLM and question ids.
         compute_open_ended: Score open-ended runs whose metrics.json has no ``open_ended`` entry (loads the
             ``open_scoring`` models); false leaves them out with a note.
+        reference_accuracy: Fig. 3's reference accuracy per benchmark (seed A: Table 1's GPT-4).
+        reference_name: Its name in the table and figure.
         gate_thresholds: The thresholds at which the gate table shows the gated agent of each
             ``agent=gated`` run (the Pareto figure uses every distinct confidence as well).
     """
@@ -59,6 +62,8 @@ class ReportOptions:
     flip_baseline: str = "standalone"
     flip_treatment: str = "full"
     compute_open_ended: bool = True
+    reference_accuracy: dict[str, float] = field(default_factory=lambda: dict(GPT4_ACCURACY))
+    reference_name: str = "GPT-4"
     gate_thresholds: list[float] = field(default_factory=lambda: list(DEFAULT_THRESHOLDS))
     bootstrap_samples: int = 1000
     seed: int = 0
@@ -144,7 +149,7 @@ def build_report(
             table1(selected, acc),
             t2,
             table3(selected, acc, opts.ablations),
-            top_r_table(mc_runs, acc),
+            top_r_table(mc_runs, acc, reference=opts.reference_accuracy, reference_name=opts.reference_name),
             tool_usage_table(selected, opts.tool_modes, opts.tools),
             tool_distribution_table(selected, opts.tool_modes, opts.distribution_tools),
             cost_table(runs),
