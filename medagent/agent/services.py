@@ -1,8 +1,8 @@
 """What agents need besides the LLM: first-stage retrieval and reranking, as async protocols.
 
-The agents only see these protocols. ``actors`` supplies implementations over Serve deployment handles
-(no HTTP hop inside the cluster); ``medagent.agent.http_services`` over the HTTP routes of a running
-application; tests pass in-memory fakes. The shapes are those of ``medagent.api`` (``RetrievedDocument``).
+The agents only see these protocols. ``medagent.agent.remote_services`` implements them over a Serve
+deployment handle (no HTTP hop inside the cluster) or over the HTTP routes of a running application
+(``actors.common.services_for`` picks); tests pass in-memory fakes. The shapes are those of ``medagent.api`` (``RetrievedDocument``).
 """
 
 from __future__ import annotations
