@@ -28,24 +28,13 @@ from medagent.agent.tools import ANSWER_TOOL, ToolBox, call_schema, tool_names, 
 from medagent.agent.trace import Recorder, preview
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel, ChatResponse
-from medagent.prompts import load_prompt
+from medagent.prompts import load_feedback, load_prompt
 from medagent.types import INVALID, Prediction, Question
 
 # Characters per token before the backend has reported a count (English prose runs about 4).
 CHARS_PER_TOKEN = 4.0
 # What is kept of a cut-off reply in the conversation: enough to show the model where it went wrong.
 KEPT_REPLY_CHARS = 600
-
-FEEDBACK = {
-    "malformed": "Your tool call could not be read ({detail}). Write one call as JSON: "
-    '{{"name": "<tool>", "arguments": {{...}}}}, or call final_answer.',
-    "empty": "Your reply was empty. Call a tool, or call final_answer.",
-    "overlong": "Your reply was cut off at the length limit. Be brief: call one tool, or call final_answer.",
-    "no_answer": "Your reply contained no tool call and no answer. Call a tool, or call final_answer with "
-    "the letter of the single best option.",
-    "answer_with_call": "You answered in the same reply as a tool call; that answer was set aside. Read the "
-    "tool results, then answer.",
-}
 
 
 @dataclass
@@ -117,6 +106,7 @@ class QAAgent:
         self.tools = ToolBox(llm, cfg, cfg.mode, retriever, reranker, json_schema)
         self.prompt = load_prompt("qa_agent")
         self.prompt_final = load_prompt("qa_final")
+        self.feedback = load_feedback("qa_agent")
 
     def new_memory(self, question: Question) -> MemoryBank:
         """An empty memory bank sized by the config (the actor may keep it by question id)."""
@@ -227,24 +217,22 @@ class QAAgent:
             # Whether the tool itself ran: refused calls (bad JSON, repeats, unknown tools, over the per-reply
             # limit) are traced too, and Fig. 2 counts them apart from the executed ones.
             ok, summary, executed = False, {}, False
+            say = self.feedback.text
             if call.error:
-                content = f"Error: {call.error}. Call {call.name} again with valid JSON arguments."
+                content = say("bad_arguments", error=call.error, tool=call.name)
             elif call.name == ANSWER_TOOL and tools_called:
-                content = "Not recorded: final_answer came with other tool calls. Read their results first."
+                content = say("answer_with_calls")
             elif call.name == ANSWER_TOOL:
                 answer = self._read(_answer_arg(call.arguments), run.options)
                 ok = answer != INVALID
-                content = "Answer recorded." if ok else "Error: " + self._answer_help(run)
+                content = say("answer_recorded") if ok else self._answer_help(run)
                 answer = answer if ok else None
             elif i >= self.cfg.max_calls_per_step:
-                content = f"Not run: at most {self.cfg.max_calls_per_step} tool calls per reply."
+                content = say("too_many_calls", limit=self.cfg.max_calls_per_step)
             elif call.name not in _REPEATABLE and (call.name, _key(call.arguments)) == run.last_call:
-                content = (
-                    f"Not run: the same {call.name} call as your previous one; its result is above. "
-                    "Call a different tool, or final_answer."
-                )
+                content = say("repeat", tool=call.name)
             elif call.name not in run.tools:
-                content = f"Error: unknown tool {call.name!r}; available tools: {', '.join(run.tools)}."
+                content = say("unknown_tool", tool=call.name, tools=run.tools)
             else:
                 run.rec.tool_calls += 1
                 executed = True
@@ -255,7 +243,7 @@ class QAAgent:
                     )
                     ok, content, summary = True, result.content, result.summary
                 except ToolError as exc:
-                    content = f"Error: {exc}."
+                    content = say("tool_error", error=exc)
             run.rec.step(
                 "tool",
                 tool=call.name,
@@ -271,7 +259,7 @@ class QAAgent:
                 run.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
             else:
                 # A call written in the text gets its result the same way: as text, in a delimited block.
-                text_results.append(f'<tool_result name="{call.name}">\n{content}\n</tool_result>')
+                text_results.append(self.feedback.text("tool_result", tool=call.name, content=content))
         if text_results:
             run.messages.append({"role": "user", "content": "\n\n".join(text_results)})
         if tools_called and parsed.text and self._read(parsed.text, run.options) != INVALID:
@@ -279,16 +267,13 @@ class QAAgent:
         return answer
 
     def _observe(self, run: _Run, kind: str, **fields: str) -> None:
-        text = FEEDBACK[kind].format(**fields)
-        if kind == "no_answer" and run.options is None:
-            text = text.replace("the letter of the single best option", "a short answer")
+        text = self.feedback.text(kind, open_ended=run.options is None, **fields)
         run.messages.append({"role": "user", "content": text})
         run.rec.step("observation", error=kind, message=preview(text))
 
     def _answer_help(self, run: _Run) -> str:
-        if run.options is None:
-            return 'final_answer needs {"answer": "<short answer>"}.'
-        return f'final_answer needs {{"answer": "<letter>"}}, one of {", ".join(run.options)}.'
+        letters = list(run.options or {})
+        return self.feedback.text("bad_answer", open_ended=run.options is None, letters=letters)
 
     def _read(self, text: str, options: dict[str, str] | None) -> str:
         return read_answer(text, options)

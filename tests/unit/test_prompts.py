@@ -59,3 +59,19 @@ def test_missing_variable_raises() -> None:
 def test_unknown_prompt_lists_known() -> None:
     with pytest.raises(FileNotFoundError, match="standalone_mc"):
         load_prompt("nope")
+
+
+FEEDBACK_VARIABLES = {"detail": "d", "open_ended": False, "error": "e", "tool": "t", "letters": ["A", "B"],
+                      "limit": 4, "tools": ["a", "b"], "content": "c"}  # fmt: skip
+
+
+def test_every_feedback_text_renders() -> None:
+    from medagent.prompts import list_feedback, load_feedback
+
+    assert list_feedback() == ["qa_agent"]
+    for name in list_feedback():
+        feedback = load_feedback(name)
+        for key in feedback.texts:
+            assert feedback.text(key, **FEEDBACK_VARIABLES), (name, key)
+    with pytest.raises(jinja2.UndefinedError):
+        load_feedback("qa_agent").text("repeat")
