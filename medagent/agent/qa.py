@@ -24,7 +24,17 @@ from medagent.agent.render import evidence_block
 from medagent.agent.services import Reranker, Retriever
 from medagent.agent.toolargs import ToolError
 from medagent.agent.toolcalls import ParsedReply, parse_reply
-from medagent.agent.tools import ANSWER_TOOL, ToolBox, call_schema, tool_names, tool_schemas
+from medagent.agent.tools import (
+    ANSWER_TOOL,
+    TOOLS,
+    ToolContext,
+    call_schema,
+    mode_tools,
+    run_tool,
+    searches,
+    tool_names,
+    tool_schemas,
+)
 from medagent.agent.trace import Recorder, preview
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel, ChatResponse
@@ -93,7 +103,7 @@ class QAAgent:
         constrained_calls: bool = False,
         tool_choice: str | None = None,
     ) -> None:
-        if "enable_search" in tool_names(cfg.mode, False) and (retriever is None or reranker is None):
+        if searches(cfg) and (retriever is None or reranker is None):
             raise ValueError(f"agent mode {cfg.mode!r} needs services['retriever'] and services['reranker']")
         if cfg.final_answer_call not in ("always", "fallback"):
             raise ValueError(
@@ -103,7 +113,10 @@ class QAAgent:
         self.json_schema = json_schema and cfg.constrained_answer
         self.constrained_calls = constrained_calls and json_schema
         self.tool_choice = tool_choice
-        self.tools = ToolBox(llm, cfg, cfg.mode, retriever, reranker, json_schema)
+        self.retriever, self.reranker = retriever, reranker
+        # Tools decode their own calls under a schema whenever the backend can (their replies are data).
+        self.tools_json_schema = json_schema
+        self.memory_kind = mode_tools(cfg)[1]
         self.prompt = load_prompt("qa_agent")
         self.prompt_final = load_prompt("qa_final")
         self.feedback = load_feedback("qa_agent")
@@ -117,7 +130,7 @@ class QAAgent:
         start = time.perf_counter()
         memory = memory if memory is not None else self.new_memory(question)
         open_ended = self.cfg.open_ended or not question.options
-        names = tool_names(self.cfg.mode, open_ended)
+        names = tool_names(self.cfg, open_ended)
         options = None if open_ended else question.options
         messages = self.prompt.render(
             question=question.text,
@@ -125,7 +138,7 @@ class QAAgent:
             tools=[
                 {"name": n, "description": tool_schemas([n])[0]["function"]["description"]} for n in names
             ],
-            search="relevance_analysis" in names,
+            search=self.memory_kind == "cache_prune",
             batch_size=memory.batch_size,
             max_batches=memory.max_batches,
             open_ended=open_ended,
@@ -229,7 +242,7 @@ class QAAgent:
                 answer = answer if ok else None
             elif i >= self.cfg.max_calls_per_step:
                 content = say("too_many_calls", limit=self.cfg.max_calls_per_step)
-            elif call.name not in _REPEATABLE and (call.name, _key(call.arguments)) == run.last_call:
+            elif not _repeatable(call.name) and (call.name, _key(call.arguments)) == run.last_call:
                 content = say("repeat", tool=call.name)
             elif call.name not in run.tools:
                 content = say("unknown_tool", tool=call.name, tools=run.tools)
@@ -238,9 +251,7 @@ class QAAgent:
                 executed = True
                 run.last_call = (call.name, _key(call.arguments))
                 try:
-                    result = await self.tools.run(
-                        call.name, call.arguments, run.question, run.memory, run.rec
-                    )
+                    result = await run_tool(call.name, self._context(run), call.arguments)
                     ok, content, summary = True, result.content, result.summary
                 except ToolError as exc:
                     content = say("tool_error", error=exc)
@@ -266,6 +277,13 @@ class QAAgent:
             self._observe(run, "answer_with_call")
         return answer
 
+    def _context(self, run: _Run) -> ToolContext:
+        return ToolContext(
+            question=run.question, memory=run.memory, rec=run.rec, llm=self.llm, cfg=self.cfg,
+            memory_kind=self.memory_kind, retriever=self.retriever, reranker=self.reranker,
+            json_schema=self.tools_json_schema,
+        )  # fmt: skip
+
     def _observe(self, run: _Run, kind: str, **fields: str) -> None:
         text = self.feedback.text(kind, open_ended=run.options is None, **fields)
         run.messages.append({"role": "user", "content": text})
@@ -284,7 +302,7 @@ class QAAgent:
             run.rec.step("final_answer", reason=reason, source="model", answer=candidate)
             return candidate, candidate
         prompt = self.prompt_final.render(
-            memory="relevance_analysis" in run.tools,
+            memory=self.memory_kind == "cache_prune",
             evidence=evidence_block(run.memory.evidence),
             question=run.question.text,
             options=run.options,
@@ -363,8 +381,9 @@ def fit_messages(
     return out
 
 
-# Tools whose identical repeat does new work (relevance_analysis opens the next batch each time).
-_REPEATABLE = frozenset({ANSWER_TOOL, "relevance_analysis"})
+def _repeatable(name: str) -> bool:
+    """An identical repeat does new work (relevance_analysis opens the next batch each time)."""
+    return name in TOOLS and TOOLS.get(name).repeatable
 
 
 def _key(arguments: dict[str, Any]) -> str:
@@ -384,4 +403,4 @@ def _factory(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> QAAg
 
 
 for _mode in ("full", "no_cache_prune", "no_search"):
-    register_agent(_mode, retrieval="enable_search" in tool_names(_mode, False))(_factory)
+    register_agent(_mode, retrieval=searches)(_factory)

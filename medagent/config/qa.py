@@ -99,6 +99,11 @@ class AgentConfig:
     final_answer_call: str = "always"
     # Characters of a document shown to the model; quotes are still verified against the full text.
     doc_max_chars: int = 3000
+    # The tools the mode offers (besides final_answer; open-ended questions add generate_options) and what
+    # a search does with its results: cache_prune (seed A's memory bank), context (straight into the
+    # conversation: "w/o Cache & Prune") or none. None: the mode's defaults (medagent.agent.tools).
+    tools: list[str] | None = None
+    memory: str | None = None
     # Candidate answers generate_options asks for (open-ended mode).
     n_options: int = 5
     # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
