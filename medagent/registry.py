@@ -16,8 +16,9 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
 
     def add(self, name: str, item: T) -> T:
-        if name in self._items:
-            raise ValueError(f"{self.kind} {name!r} registered twice")
+        """Registers ``item``; the same object again is a no-op (a module imported twice), another raises."""
+        if name in self._items and self._items[name] is not item:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
         self._items[name] = item
         return item
 
@@ -33,7 +34,9 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except KeyError:
-            raise KeyError(f"unknown {self.kind} {name!r}; registered: {sorted(self._items)}") from None
+            raise KeyError(
+                f"unknown {self.kind} {name!r}; registered: {', '.join(sorted(self._items))}"
+            ) from None
 
     def names(self) -> list[str]:
         return sorted(self._items)

@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
+from medagent.registry import Registry
 from medagent.types import Prediction, Question
 
 
@@ -15,7 +16,7 @@ class Agent(Protocol):
 
 
 AgentFactory = Callable[[ChatModel, AgentConfig, dict[str, Any]], Agent]
-_AGENTS: dict[str, AgentFactory] = {}
+AGENTS: Registry[AgentFactory] = Registry("agent mode")
 # Whether a mode's agent searches (needs the retriever and reranker deployed), by mode.
 _RETRIEVAL: dict[str, Callable[[AgentConfig], bool]] = {}
 
@@ -32,9 +33,7 @@ def register_agent(
     """
 
     def deco(factory: AgentFactory) -> AgentFactory:
-        if mode in _AGENTS:
-            raise ValueError(f"agent mode {mode!r} registered twice")
-        _AGENTS[mode] = factory
+        AGENTS.add(mode, factory)
         _RETRIEVAL[mode] = retrieval if callable(retrieval) else _always(retrieval)
         return factory
 
@@ -47,16 +46,10 @@ def _always(value: bool) -> Callable[[AgentConfig], bool]:
 
 def needs_retrieval(cfg: AgentConfig) -> bool:
     """Whether ``cfg``'s agent searches, as its mode registered it (the pipelines deploy search for it)."""
-    try:
-        return _RETRIEVAL[cfg.mode](cfg)
-    except KeyError:
-        raise KeyError(f"unknown agent mode {cfg.mode!r}; registered: {sorted(_AGENTS)}") from None
+    AGENTS.get(cfg.mode)  # KeyError listing the registered modes
+    return _RETRIEVAL[cfg.mode](cfg)
 
 
 def build_agent(cfg: AgentConfig, llm: ChatModel, services: dict[str, Any] | None = None) -> Agent:
     """Builds the agent for ``cfg.mode``; ``services`` carries retriever/reranker clients when needed."""
-    try:
-        factory = _AGENTS[cfg.mode]
-    except KeyError:
-        raise KeyError(f"unknown agent mode {cfg.mode!r}; registered: {sorted(_AGENTS)}") from None
-    return factory(llm, cfg, services or {})
+    return AGENTS.get(cfg.mode)(llm, cfg, services or {})
