@@ -16,7 +16,7 @@ from typing import Any
 
 from actors.common import chat_model_for, services_for, validate_columns
 from actors.metrics import meters
-from medagent.agent import build_agent
+from medagent.agent import AgentDeps, build_agent
 from medagent.config import AgentConfig, LLMConfig, to_dataclass
 from medagent.llm.base import ChatModel, LLMError
 from medagent.types import INVALID, Prediction, Question
@@ -67,14 +67,14 @@ class AgentWorker:
 
     def _build(self) -> Any:
         llm = self.chat_model_factory(self.llm_cfg, self.endpoint)
-        services = {
+        deps = AgentDeps(
             **services_for(self.services_endpoint),
-            "json_schema": self.llm_cfg.supports_json_schema,
-            "tool_calls": self.llm_cfg.tool_calls,
-            "tool_choice": self.llm_cfg.tool_choice,
-            "logprobs": self.llm_cfg.supports_logprobs,
-        }
-        return build_agent(self.agent_cfg, llm, services)
+            json_schema=self.llm_cfg.supports_json_schema,
+            tool_calls=self.llm_cfg.tool_calls,
+            tool_choice=self.llm_cfg.tool_choice,
+            logprobs=self.llm_cfg.supports_logprobs,
+        )
+        return build_agent(self.agent_cfg, llm, deps)
 
     async def _answer(self, q: Question) -> Prediction:
         async with self._sem:

@@ -5,10 +5,12 @@ from medagent.agent.gated import GatedAgent
 from medagent.agent.memory import Evidence, MemoryBank
 from medagent.agent.no_tools import NoToolsAgent
 from medagent.agent.qa import QAAgent
+from medagent.agent.services import AgentDeps
 from medagent.agent.standalone import StandaloneAgent
 
 __all__ = [
     "Agent",
+    "AgentDeps",
     "Evidence",
     "GatedAgent",
     "MemoryBank",

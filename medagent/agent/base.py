@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
 from medagent.registry import Registry
@@ -15,7 +16,7 @@ class Agent(Protocol):
     async def answer(self, question: Question) -> Prediction: ...
 
 
-AgentFactory = Callable[[ChatModel, AgentConfig, dict[str, Any]], Agent]
+AgentFactory = Callable[[ChatModel, AgentConfig, AgentDeps], Agent]
 AGENTS: Registry[AgentFactory] = Registry("agent mode")
 # Whether a mode's agent searches (needs the retriever and reranker deployed), by mode.
 _RETRIEVAL: dict[str, Callable[[AgentConfig], bool]] = {}
@@ -24,7 +25,7 @@ _RETRIEVAL: dict[str, Callable[[AgentConfig], bool]] = {}
 def register_agent(
     mode: str, *, retrieval: bool | Callable[[AgentConfig], bool] = False
 ) -> Callable[[AgentFactory], AgentFactory]:
-    """Registers a factory ``(llm, agent_cfg, services) -> Agent`` under ``mode``.
+    """Registers a factory ``(llm, agent_cfg, deps) -> Agent`` under ``mode``.
 
     Args:
         mode: The ``agent.mode`` it answers to.
@@ -50,6 +51,7 @@ def needs_retrieval(cfg: AgentConfig) -> bool:
     return _RETRIEVAL[cfg.mode](cfg)
 
 
-def build_agent(cfg: AgentConfig, llm: ChatModel, services: dict[str, Any] | None = None) -> Agent:
-    """Builds the agent for ``cfg.mode``; ``services`` carries retriever/reranker clients when needed."""
-    return AGENTS.get(cfg.mode)(llm, cfg, services or {})
+def build_agent(cfg: AgentConfig, llm: ChatModel, deps: AgentDeps | None = None) -> Agent:
+    """Builds the agent for ``cfg.mode``; ``deps`` carries the retriever/reranker clients when needed and
+    what the backend can do."""
+    return AGENTS.get(cfg.mode)(llm, cfg, deps or AgentDeps())

@@ -26,6 +26,7 @@ from typing import Any
 
 from medagent.agent.base import Agent, build_agent, needs_retrieval, register_agent
 from medagent.agent.confidence import agreement, letter_probability
+from medagent.agent.services import AgentDeps
 from medagent.agent.standalone import Attempt, StandaloneAgent
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
@@ -61,11 +62,11 @@ class GatedAgent:
     Args:
         llm: The chat model of both parts.
         cfg: Agent configuration; ``cfg.gate`` configures the gate, the rest both parts.
-        services: As ``build_agent``'s (retriever, reranker, backend capabilities); ``logprobs`` false
+        deps: As ``build_agent``'s (retriever, reranker, backend capabilities); ``deps.logprobs`` false
             makes ``confidence: auto`` sample instead.
     """
 
-    def __init__(self, llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> None:
+    def __init__(self, llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> None:
         gate = cfg.gate
         if gate.confidence not in METHODS:
             raise ValueError(f"agent.gate.confidence must be one of {METHODS}, got {gate.confidence!r}")
@@ -75,10 +76,10 @@ class GatedAgent:
         self.first = StandaloneAgent(
             llm,
             dataclasses.replace(cfg, max_tokens=gate.max_tokens),
-            json_schema=bool(services.get("json_schema", True)),
+            json_schema=deps.json_schema,
         )
-        self.tools: Agent = build_agent(dataclasses.replace(cfg, mode=gate.tools_mode), llm, services)
-        logprobs = bool(services.get("logprobs", True))
+        self.tools: Agent = build_agent(dataclasses.replace(cfg, mode=gate.tools_mode), llm, deps)
+        logprobs = deps.logprobs
         self.method = gate.confidence if gate.confidence != "auto" else "logprobs" if logprobs else "samples"
 
     def new_memory(self, question: Question) -> Any:
@@ -184,5 +185,5 @@ def _gated_searches(cfg: AgentConfig) -> bool:
 
 
 @register_agent("gated", retrieval=_gated_searches)
-def _gated(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> GatedAgent:
-    return GatedAgent(llm, cfg, services)
+def _gated(llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> GatedAgent:
+    return GatedAgent(llm, cfg, deps)

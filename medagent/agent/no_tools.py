@@ -8,14 +8,13 @@ backend supports it).
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from medagent.agent.answers import answer_schema
 from medagent.agent.base import register_agent
 from medagent.agent.memory import MemoryBank
 from medagent.agent.qa import read_answer
 from medagent.agent.render import documents_block
-from medagent.agent.services import Reranker, Retriever
+from medagent.agent.services import AgentDeps, Reranker, Retriever
 from medagent.agent.tools import search_docs
 from medagent.agent.trace import Recorder, preview
 from medagent.config import AgentConfig
@@ -37,7 +36,7 @@ class NoToolsAgent:
         json_schema: bool = True,
     ) -> None:
         if retriever is None or reranker is None:
-            raise ValueError("agent mode 'no_tools' needs services['retriever'] and services['reranker']")
+            raise ValueError("agent mode 'no_tools' needs deps.retriever and deps.reranker")
         self.llm, self.cfg = llm, cfg
         self.retriever, self.reranker = retriever, reranker
         self.json_schema = json_schema and cfg.constrained_answer
@@ -100,11 +99,7 @@ class NoToolsAgent:
 
 
 @register_agent("no_tools", retrieval=True)  # the top documents go into its prompt
-def _no_tools(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> NoToolsAgent:
+def _no_tools(llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> NoToolsAgent:
     return NoToolsAgent(
-        llm,
-        cfg,
-        retriever=services.get("retriever"),
-        reranker=services.get("reranker"),
-        json_schema=bool(services.get("json_schema", True)),
+        llm, cfg, retriever=deps.retriever, reranker=deps.reranker, json_schema=deps.json_schema
     )

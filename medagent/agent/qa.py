@@ -21,7 +21,7 @@ from medagent.agent.answers import answer_schema, parse_choice, parse_json_objec
 from medagent.agent.base import register_agent
 from medagent.agent.memory import MemoryBank
 from medagent.agent.render import evidence_block
-from medagent.agent.services import Reranker, Retriever
+from medagent.agent.services import AgentDeps, Reranker, Retriever
 from medagent.agent.toolargs import ToolError
 from medagent.agent.toolcalls import ParsedReply, parse_reply
 from medagent.agent.tools import (
@@ -104,7 +104,7 @@ class QAAgent:
         tool_choice: str | None = None,
     ) -> None:
         if searches(cfg) and (retriever is None or reranker is None):
-            raise ValueError(f"agent mode {cfg.mode!r} needs services['retriever'] and services['reranker']")
+            raise ValueError(f"agent mode {cfg.mode!r} needs deps.retriever and deps.reranker")
         if cfg.final_answer_call not in ("always", "fallback"):
             raise ValueError(
                 f"final_answer_call must be 'always' or 'fallback', got {cfg.final_answer_call!r}"
@@ -390,15 +390,15 @@ def _key(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, default=str)
 
 
-def _factory(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> QAAgent:
+def _factory(llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> QAAgent:
     return QAAgent(
         llm,
         cfg,
-        retriever=services.get("retriever"),
-        reranker=services.get("reranker"),
-        json_schema=bool(services.get("json_schema", True)),
-        constrained_calls=services.get("tool_calls") == "json_schema",
-        tool_choice=services.get("tool_choice"),
+        retriever=deps.retriever,
+        reranker=deps.reranker,
+        json_schema=deps.json_schema,
+        constrained_calls=deps.tool_calls == "json_schema",
+        tool_choice=deps.tool_choice,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from medagent.agent.answers import answer_schema, parse_choice
 from medagent.agent.base import register_agent
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel, ChatResponse
 from medagent.prompts import load_prompt
@@ -113,5 +114,5 @@ class Attempt:
 
 
 @register_agent("standalone")
-def _standalone(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> StandaloneAgent:
-    return StandaloneAgent(llm, cfg, json_schema=bool(services.get("json_schema", True)))
+def _standalone(llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> StandaloneAgent:
+    return StandaloneAgent(llm, cfg, json_schema=deps.json_schema)

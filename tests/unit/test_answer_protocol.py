@@ -7,6 +7,7 @@ import asyncio
 from typing import Any
 
 from medagent.agent import build_agent
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig, GateConfig
 from medagent.types import INVALID
 from tests.fakes import ScriptedChatModel, completion
@@ -35,7 +36,7 @@ def test_retry_is_also_invalid_when_it_is_unreadable() -> None:
 
 
 def _full(model: AgentModel, **cfg: Any) -> Any:
-    services = {"retriever": FakeRetriever(make_docs(4)), "reranker": FakeReranker()}
+    services = AgentDeps(retriever=FakeRetriever(make_docs(4)), reranker=FakeReranker())
     return build_agent(AgentConfig(mode="full", **cfg), model, services)
 
 

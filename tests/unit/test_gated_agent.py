@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from medagent.agent import build_agent, needs_retrieval
 from medagent.agent.answers import locate_choice
 from medagent.agent.confidence import agreement, letter_probability
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig, GateConfig
 from medagent.llm.base import build_request, parse_chat_completion
 from medagent.types import INVALID
@@ -74,8 +76,8 @@ def test_agreement() -> None:
     assert agreement("B", []) == 0.0
 
 
-def _services() -> dict[str, Any]:
-    return {"retriever": FakeRetriever(make_docs(4)), "reranker": FakeReranker()}
+def _services() -> AgentDeps:
+    return AgentDeps(retriever=FakeRetriever(make_docs(4)), reranker=FakeReranker())
 
 
 def _model(first: dict[str, Any]) -> AgentModel:
@@ -131,7 +133,7 @@ def test_record_both_runs_the_tools_but_keeps_the_gated_answer() -> None:
 def test_without_logprobs_the_gate_samples() -> None:
     first = reply('{"answer": "A"}')  # no logprobs block: the backend ignored the request
     llm = _model(first)
-    agent = build_agent(_cfg(threshold=0.5, samples=3), llm, {**_services(), "logprobs": False})
+    agent = build_agent(_cfg(threshold=0.5, samples=3), llm, dataclasses.replace(_services(), logprobs=False))
     pred = asyncio.run(agent.answer(Q))
     gate = next(s for s in pred.trace if s["kind"] == "gate")
     assert gate["method"] == "samples" and gate["confidence"] == 1.0 and gate["check"]["llm_calls"] == 3
