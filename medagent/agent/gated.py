@@ -26,13 +26,13 @@ from typing import Any
 
 from medagent.agent.base import Agent, build_agent, needs_retrieval, register_agent
 from medagent.agent.confidence import agreement, letter_probability
+from medagent.agent.episode import Episode, FinalAnswer, Gate, Recorded
 from medagent.agent.services import AgentDeps
 from medagent.agent.standalone import Attempt, StandaloneAgent
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
 from medagent.types import INVALID, Prediction, Question
 
-GATE_STEP = "gate"
 METHODS = ("auto", "logprobs", "samples")
 
 
@@ -94,11 +94,11 @@ class GatedAgent:
         check_s = time.perf_counter() - start - first_s
         confident = first.answer != INVALID and confidence is not None and confidence >= self.gate.threshold
         decision = "answer" if confident else "tools"
-        steps = [{**first.step("first_answer", 0), "answer": first.answer}]
-        steps += [{**s.step("confidence_sample", i + 1), "answer": s.answer} for i, s in enumerate(samples)]
-        gate: dict[str, Any] = {
-            "step": len(steps),
-            "kind": GATE_STEP,
+        episode = Episode()
+        episode.add(FinalAnswer({**first.fields(), "answer": first.answer}, kind="first_answer"))
+        for sample in samples:
+            episode.add(FinalAnswer({**sample.fields(), "answer": sample.answer}, kind="confidence_sample"))
+        gate = Gate({
             "method": method,
             "confidence": None if confidence is None else round(confidence, 6),
             "threshold": self.gate.threshold,
@@ -109,25 +109,25 @@ class GatedAgent:
             "check": part_cost(samples, check_s),
             "tools_answer": None,
             "tools": None,
-        }
-        steps.append(gate)
+        })  # fmt: skip
+        episode.add(gate)
         usage = _usage([first, *samples])
         if confident and not self.gate.record_both:
             return Prediction(
                 id=question.id, benchmark=question.benchmark, answer=first.answer, raw=first.response.content,
-                trace=steps, usage=usage, latency_s=time.perf_counter() - start,
+                trace=episode.trace(), usage=usage, latency_s=time.perf_counter() - start,
             )  # fmt: skip
         tools = await self._tools(question, memory)
-        gate["tools_answer"] = tools.answer
-        gate["tools"] = prediction_cost(tools)
-        offset = len(steps)
-        steps += [{**s, "step": offset + int(s.get("step", i))} for i, s in enumerate(tools.trace)]
+        gate.fields["tools_answer"] = tools.answer
+        gate.fields["tools"] = prediction_cost(tools)
+        for record in tools.trace:
+            episode.add(Recorded(record))
         return Prediction(
             id=question.id,
             benchmark=question.benchmark,
             answer=first.answer if confident else tools.answer,
             raw=first.response.content if confident else tools.raw,
-            trace=steps,
+            trace=episode.trace(),
             # Cited evidence belongs to the tools' answer; a confident first answer cites nothing.
             evidence=[] if confident else tools.evidence,
             usage=_add(usage, tools.usage),

@@ -11,12 +11,13 @@ import time
 
 from medagent.agent.answers import answer_schema
 from medagent.agent.base import register_agent
+from medagent.agent.episode import Episode, FinalAnswer, Retrieval
 from medagent.agent.memory import MemoryBank
 from medagent.agent.qa import read_answer
 from medagent.agent.render import documents_block
 from medagent.agent.services import AgentDeps, Reranker, Retriever
 from medagent.agent.tools import search_docs
-from medagent.agent.trace import Recorder, preview
+from medagent.agent.trace import preview
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
@@ -48,7 +49,7 @@ class NoToolsAgent:
     async def answer(self, question: Question, memory: MemoryBank | None = None) -> Prediction:
         start = time.perf_counter()
         memory = memory if memory is not None else self.new_memory(question)
-        rec = Recorder()
+        rec = Episode()
         open_ended = self.cfg.open_ended or not question.options
         options = None if open_ended else question.options
         before = rec.snapshot()
@@ -59,8 +60,10 @@ class NoToolsAgent:
         shown = [(h, memory.doc(h)) for h in handles]
         for h, d in shown:
             memory.add_context(h, d.content[: self.cfg.doc_max_chars])
-        rec.step(
-            "retrieval", query=preview(question.text), docs=[d.id for _, d in shown], **rec.delta(before)
+        rec.add(
+            Retrieval(
+                {"query": preview(question.text), "docs": [d.id for _, d in shown], **rec.delta(before)}
+            )
         )
         messages = self.prompt.render(
             question=question.text,
@@ -82,7 +85,11 @@ class NoToolsAgent:
             last = answer != INVALID or i == len(tries) - 1
             retry = {"retry": True} if i else {}  # seed A's re-run of an unreadable answer
             kind = "final_answer" if last else "invalid_answer"
-            rec.step(kind, **rec.llm(resp), constrained=constrained, answer=answer, **retry)
+            rec.add(
+                FinalAnswer(
+                    {**rec.llm(resp), "constrained": constrained, "answer": answer, **retry}, kind=kind
+                )
+            )
             if last:
                 break
         memory.finish()
@@ -91,7 +98,7 @@ class NoToolsAgent:
             benchmark=question.benchmark,
             answer=answer,
             raw=resp.content,
-            trace=rec.steps,
+            trace=rec.trace(),
             evidence=memory.records(),
             usage=rec.usage(),
             latency_s=time.perf_counter() - start,

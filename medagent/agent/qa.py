@@ -19,6 +19,7 @@ from typing import Any
 
 from medagent.agent.answers import answer_schema, parse_choice, parse_json_object
 from medagent.agent.base import register_agent
+from medagent.agent.episode import Episode, FinalAnswer, MemorySnapshot, ModelTurn, Observation, ToolStep
 from medagent.agent.memory import MemoryBank
 from medagent.agent.render import evidence_block
 from medagent.agent.services import AgentDeps, Reranker, Retriever
@@ -35,46 +36,29 @@ from medagent.agent.tools import (
     tool_names,
     tool_schemas,
 )
-from medagent.agent.trace import Recorder, preview
+from medagent.agent.trace import preview
 from medagent.config import AgentConfig
-from medagent.llm.base import ChatModel, ChatResponse
+from medagent.llm.base import ChatModel
 from medagent.prompts import load_feedback, load_prompt
 from medagent.types import INVALID, Prediction, Question
 
-# Characters per token before the backend has reported a count (English prose runs about 4).
-CHARS_PER_TOKEN = 4.0
 # What is kept of a cut-off reply in the conversation: enough to show the model where it went wrong.
 KEPT_REPLY_CHARS = 600
 
 
 @dataclass
-class _Run:
-    """The state of one ``answer()`` call; the agent object itself stays stateless."""
+class QAEpisode(Episode):
+    """One ``answer()`` call: its typed steps (the conversation and the trace), plus the question's state;
+    the agent object itself stays stateless."""
 
-    question: Question
-    memory: MemoryBank
-    options: dict[str, str] | None
-    messages: list[dict[str, Any]]
-    tools: list[str]
-    schemas: list[dict[str, Any]]
-    rec: Recorder = field(default_factory=Recorder)
+    question: Question = field(default_factory=lambda: Question("", "", None, ""))
+    memory: MemoryBank = field(default_factory=lambda: MemoryBank(""))
+    options: dict[str, str] | None = None
+    tools: list[str] = field(default_factory=list)
     # (tool, arguments) of the last call run: an identical repeat is refused, not run again.
     last_call: tuple[str, str] | None = None
     # response_format of each agent turn when calls are constrained (``tools.call_schema``).
     call_format: dict[str, Any] | None = None
-    # Tokens per character, recalibrated from every usage report.
-    tpc: float = 1.0 / CHARS_PER_TOKEN
-
-    def tokens(self, messages: list[dict[str, Any]], with_tools: bool = True) -> int:
-        chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in messages)
-        if with_tools:
-            chars += len(json.dumps(self.schemas))
-        return math.ceil(chars * self.tpc)
-
-    def calibrate(self, sent: list[dict[str, Any]], resp: ChatResponse) -> None:
-        if resp.usage.prompt_tokens > 0:
-            chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in sent) + len(json.dumps(self.schemas))
-            self.tpc = resp.usage.prompt_tokens / max(chars, 1)
 
 
 class QAAgent:
@@ -144,7 +128,14 @@ class QAAgent:
             open_ended=open_ended,
         )
         schemas = tool_schemas(names, sorted(options) if options else None)
-        run = _Run(question, memory, options, list(messages), names, schemas)
+        run = QAEpisode(
+            prompt=list(messages),
+            schemas=schemas,
+            question=question,
+            memory=memory,
+            options=options,
+            tools=names,
+        )
         if self.constrained_calls:
             run.call_format = call_schema(names, sorted(options) if options else None)
         try:
@@ -152,19 +143,19 @@ class QAAgent:
             answer, raw = await self._final(run, candidate, reason)
         finally:
             memory.finish()
-        run.rec.step("memory", **memory.summary())
+        run.add(MemorySnapshot(memory.summary()))
         return Prediction(
             id=question.id,
             benchmark=question.benchmark,
             answer=answer,
             raw=raw,
-            trace=run.rec.steps,
+            trace=run.trace(),
             evidence=memory.records(),
-            usage=run.rec.usage(),
+            usage=run.usage(),
             latency_s=time.perf_counter() - start,
         )
 
-    async def _loop(self, run: _Run) -> tuple[str | None, str]:
+    async def _loop(self, run: QAEpisode) -> tuple[str | None, str]:
         """Agent turns until the model answers; returns (its answer or None, why the loop ended)."""
         for turn in range(self.cfg.step_budget()):
             if run.tokens(run.messages) + self.cfg.step_max_tokens > self.cfg.max_conversation_tokens:
@@ -182,25 +173,8 @@ class QAAgent:
             run.calibrate(sent, resp)
             parsed = parse_reply(resp, f"call_{turn}", ANSWER_TOOL)
             cut = resp.finish_reason == "length"
-            run.rec.step(
-                "model",
-                **run.rec.llm(resp),
-                content=preview(resp.content),
-                calls=[c.name for c in parsed.calls],
-            )
             content = resp.content if not cut else resp.content[:KEPT_REPLY_CHARS] + " [cut off]"
-            assistant: dict[str, Any] = {"role": "assistant", "content": content}
-            native = [c for c in parsed.calls if c.origin == "native"]
-            if native:
-                assistant["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                    }
-                    for c in native
-                ]
-            run.messages.append(assistant)
+            run.add(ModelTurn(content, run.llm(resp), list(parsed.calls), reply=resp.content))
             if parsed.calls:
                 answer = await self._calls(run, parsed)
                 if answer is not None:
@@ -219,16 +193,14 @@ class QAAgent:
                 self._observe(run, "no_answer")
         return None, "max_steps"
 
-    async def _calls(self, run: _Run, parsed: ParsedReply) -> str | None:
+    async def _calls(self, run: QAEpisode, parsed: ParsedReply) -> str | None:
         """Runs the reply's calls in order; returns the answer if the reply was a lone final_answer."""
         answer: str | None = None
         text_results: list[str] = []
         tools_called = [c for c in parsed.calls if c.name != ANSWER_TOOL]
         for i, call in enumerate(parsed.calls):
             start = time.perf_counter()
-            before = run.rec.snapshot()
-            # Whether the tool itself ran: refused calls (bad JSON, repeats, unknown tools, over the per-reply
-            # limit) are traced too, and Fig. 2 counts them apart from the executed ones.
+            before = run.snapshot()
             ok, summary, executed = False, {}, False
             say = self.feedback.text
             if call.error:
@@ -247,7 +219,7 @@ class QAAgent:
             elif call.name not in run.tools:
                 content = say("unknown_tool", tool=call.name, tools=run.tools)
             else:
-                run.rec.tool_calls += 1
+                run.tool_calls += 1
                 executed = True
                 run.last_call = (call.name, _key(call.arguments))
                 try:
@@ -255,51 +227,39 @@ class QAAgent:
                     ok, content, summary = True, result.content, result.summary
                 except ToolError as exc:
                     content = say("tool_error", error=exc)
-            run.rec.step(
-                "tool",
-                tool=call.name,
-                arguments=preview(call.arguments),
-                origin=call.origin,
-                ok=ok,
-                executed=executed,
-                result=preview(summary or content),
-                latency_s=round(time.perf_counter() - start, 4),
-                **run.rec.delta(before),
+            run.add(
+                ToolStep(call, content, ok, executed, summary, time.perf_counter() - start, run.delta(before))
             )
-            if call.origin == "native":
-                run.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-            else:
+            if call.origin != "native":
                 # A call written in the text gets its result the same way: as text, in a delimited block.
                 text_results.append(self.feedback.text("tool_result", tool=call.name, content=content))
         if text_results:
-            run.messages.append({"role": "user", "content": "\n\n".join(text_results)})
+            run.add(Observation("\n\n".join(text_results)))
         if tools_called and parsed.text and self._read(parsed.text, run.options) != INVALID:
             self._observe(run, "answer_with_call")
         return answer
 
-    def _context(self, run: _Run) -> ToolContext:
+    def _context(self, run: QAEpisode) -> ToolContext:
         return ToolContext(
-            question=run.question, memory=run.memory, rec=run.rec, llm=self.llm, cfg=self.cfg,
+            question=run.question, memory=run.memory, rec=run, llm=self.llm, cfg=self.cfg,
             memory_kind=self.memory_kind, retriever=self.retriever, reranker=self.reranker,
             json_schema=self.tools_json_schema,
         )  # fmt: skip
 
-    def _observe(self, run: _Run, kind: str, **fields: str) -> None:
-        text = self.feedback.text(kind, open_ended=run.options is None, **fields)
-        run.messages.append({"role": "user", "content": text})
-        run.rec.step("observation", error=kind, message=preview(text))
+    def _observe(self, run: QAEpisode, kind: str, **fields: str) -> None:
+        run.add(Observation(self.feedback.text(kind, open_ended=run.options is None, **fields), error=kind))
 
-    def _answer_help(self, run: _Run) -> str:
+    def _answer_help(self, run: QAEpisode) -> str:
         letters = list(run.options or {})
         return self.feedback.text("bad_answer", open_ended=run.options is None, letters=letters)
 
     def _read(self, text: str, options: dict[str, str] | None) -> str:
         return read_answer(text, options)
 
-    async def _final(self, run: _Run, candidate: str | None, reason: str) -> tuple[str, str]:
+    async def _final(self, run: QAEpisode, candidate: str | None, reason: str) -> tuple[str, str]:
         """The answer: the model's own (``fallback``) or a last call on conversation + memory bank."""
         if candidate is not None and self.cfg.final_answer_call == "fallback":
-            run.rec.step("final_answer", reason=reason, source="model", answer=candidate)
+            run.add(FinalAnswer({"reason": reason, "source": "model", "answer": candidate}))
             return candidate, candidate
         prompt = self.prompt_final.render(
             memory=self.memory_kind == "cache_prune",
@@ -326,16 +286,11 @@ class QAAgent:
                 # The last call was unreadable but the model had committed to an answer in the loop.
                 answer, source = candidate, "model"
             last = answer != INVALID or i == len(tries) - 1
-            run.rec.step(
-                "final_answer" if last else "invalid_answer",
-                **run.rec.llm(resp),
-                reason=reason,
-                source=source,
-                constrained=constrained,
-                answer=answer,
-                content=preview(resp.content),
-                **({"retry": True} if i else {}),  # seed A's re-run of an unreadable answer
-            )
+            fields = {
+                **run.llm(resp), "reason": reason, "source": source, "constrained": constrained, "answer": answer,
+                "content": preview(resp.content), **({"retry": True} if i else {}),  # seed A's re-run
+            }  # fmt: skip
+            run.add(FinalAnswer(fields, kind="final_answer" if last else "invalid_answer"))
             if last:
                 break
         return answer, resp.content
@@ -360,7 +315,7 @@ def _answer_arg(args: dict[str, Any]) -> str:
 
 
 def fit_messages(
-    messages: list[dict[str, Any]], tail: list[dict[str, str]], limit: int, run: _Run
+    messages: list[dict[str, Any]], tail: list[dict[str, str]], limit: int, run: Episode
 ) -> list[dict[str, Any]]:
     """``messages + tail`` cut to ``limit`` estimated tokens: the longest middle message is shortened first.
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from medagent.agent.answers import answer_schema, parse_choice
 from medagent.agent.base import register_agent
+from medagent.agent.episode import Episode, FinalAnswer
 from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel, ChatResponse
@@ -36,19 +37,20 @@ class StandaloneAgent:
             attempts.append(await self.respond(question, temperature=temperature, top_p=top_p))
             if attempts[-1].answer != INVALID:
                 break
-        trace = [
-            a.step("final_answer" if i == len(attempts) - 1 else "invalid_answer", i)
-            for i, a in enumerate(attempts)
-        ]
-        for step in trace[1:]:
-            step["retry"] = True  # seed A's re-run of an unreadable answer (agent.retry_invalid)
+        episode = Episode()
+        for i, a in enumerate(attempts):
+            retry = (
+                {"retry": True} if i else {}
+            )  # seed A's re-run of an unreadable answer (agent.retry_invalid)
+            kind = "final_answer" if a is attempts[-1] else "invalid_answer"
+            episode.add(FinalAnswer({**a.fields(), **retry}, kind=kind))
         final = attempts[-1].response
         return Prediction(
             id=question.id,
             benchmark=question.benchmark,
             answer=attempts[-1].answer,
             raw=final.content,
-            trace=trace,
+            trace=episode.trace(),
             usage={
                 "prompt_tokens": sum(a.response.usage.prompt_tokens for a in attempts),
                 "completion_tokens": sum(a.response.usage.completion_tokens for a in attempts),
@@ -99,12 +101,10 @@ class Attempt:
     response: ChatResponse
     constrained: bool
 
-    def step(self, kind: str, index: int) -> dict[str, Any]:
-        """Its trace record (the fields the standalone agent has always written)."""
+    def fields(self) -> dict[str, Any]:
+        """Its trace fields (those the standalone agent has always written)."""
         resp = self.response
         return {
-            "step": index,
-            "kind": kind,
             "latency_s": round(resp.latency_s, 4),
             "prompt_tokens": resp.usage.prompt_tokens,
             "completion_tokens": resp.usage.completion_tokens,

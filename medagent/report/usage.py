@@ -2,7 +2,7 @@
 called a tool (1-8, more than 8).
 
 A trace step with ``kind == "tool"`` is one tool invocation; its ``tool`` field names the tool (see
-``medagent.agent.trace.Recorder``). ``final_answer`` is how the model answers, not a tool, and is left out.
+``medagent.agent.episode.ToolStep``). ``final_answer`` is how the model answers, not a tool, and is left out.
 """
 
 from __future__ import annotations

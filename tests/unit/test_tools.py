@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from medagent.agent.episode import Episode
 from medagent.agent.memory import MemoryBank
 from medagent.agent.toolargs import ToolError
 from medagent.agent.tools import TOOLS, ToolContext, mode_tools, run_tool, searches, tool_names, tool_schemas
-from medagent.agent.trace import Recorder
 from medagent.config import AgentConfig
 from medagent.types import Question
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs
@@ -18,7 +18,7 @@ from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, mak
 
 def _ctx(memory_kind: str = "cache_prune", question: Question = Q, **cfg: Any) -> ToolContext:
     return ToolContext(
-        question=question, memory=MemoryBank(question.id, batch_size=2, top_r=4), rec=Recorder(),
+        question=question, memory=MemoryBank(question.id, batch_size=2, top_r=4), rec=Episode(),
         llm=AgentModel([]), cfg=AgentConfig(mode="full", **cfg), memory_kind=memory_kind,
         retriever=FakeRetriever(make_docs(4)), reranker=FakeReranker(),
     )  # fmt: skip

@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from medagent.agent.episode import Episode
 from medagent.agent.memory import MemoryBank
 from medagent.agent.services import Reranker, Retriever
 from medagent.agent.toolcalls import decode_json
-from medagent.agent.trace import Recorder
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
@@ -44,7 +44,7 @@ class ToolContext:
 
     question: Question
     memory: MemoryBank
-    rec: Recorder
+    rec: Episode  # where the call's LLM and retrieval use is counted
     llm: ChatModel
     cfg: AgentConfig
     memory_kind: str

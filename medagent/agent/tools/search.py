@@ -5,19 +5,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from medagent.agent.episode import Episode
 from medagent.agent.render import documents_block
 from medagent.agent.services import Doc, Reranker, Retriever
 from medagent.agent.toolargs import ToolError, text_arg
 from medagent.agent.tools.base import STR, Tool, ToolContext, ToolResult
 from medagent.agent.tools.registry import TOOLS
-from medagent.agent.trace import Recorder
 from medagent.config import AgentConfig
 
 QUERY_CHARS = 300
 
 
 async def search_docs(
-    retriever: Retriever, reranker: Reranker, query: str, top_r: int, cfg: AgentConfig, rec: Recorder
+    retriever: Retriever, reranker: Reranker, query: str, top_r: int, cfg: AgentConfig, rec: Episode
 ) -> list[Doc]:
     """TopK per source, then the reranker's TopR; both calls are timed as retrieval."""
     start = time.perf_counter()
