@@ -62,13 +62,18 @@ def test_unknown_prompt_lists_known() -> None:
 
 
 FEEDBACK_VARIABLES = {"detail": "d", "open_ended": False, "error": "e", "tool": "t", "letters": ["A", "B"],
-                      "limit": 4, "tools": ["a", "b"], "content": "c"}  # fmt: skip
+                      "limit": 4, "tools": ["a", "b"], "content": "c",
+                      # qa_tools (medagent.agent.tools)
+                      "lines": "l", "listing": "l", "query": "'q'", "body": "b", "new": 1, "duplicates": 0,
+                      "queued": 2, "batch_size": 4, "batches_left": 1, "max_batches": 2, "batch": 1, "done": "D1",
+                      "next": "final_answer", "wanted": "['D2']", "pending": "['D1']", "evidence": "e",
+                      "skipped": "D3"}  # fmt: skip
 
 
 def test_every_feedback_text_renders() -> None:
     from medagent.prompts import list_feedback, load_feedback
 
-    assert list_feedback() == ["qa_agent"]
+    assert list_feedback() == ["qa_agent", "qa_tools"]
     for name in list_feedback():
         feedback = load_feedback(name)
         for key in feedback.texts:

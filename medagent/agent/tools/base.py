@@ -20,7 +20,7 @@ from medagent.agent.services import Reranker, Retriever
 from medagent.agent.toolcalls import decode_json
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
-from medagent.prompts import load_prompt
+from medagent.prompts import load_feedback, load_prompt
 from medagent.types import Question
 
 STR: dict[str, Any] = {"type": "string"}
@@ -69,6 +69,10 @@ class ToolContext:
         fence = re.search(r"```(?:json)?\s*(.*?)```", resp.content, re.S)
         value, err = decode_json(fence.group(1) if fence else resp.content)
         return None if err else value
+
+    def say(self, key: str, **variables: Any) -> str:
+        """A text for the model from ``prompts/feedback/qa_tools.yaml`` (wording is data, not code)."""
+        return load_feedback("qa_tools").text(key, **variables)
 
     def options(self) -> dict[str, str] | None:
         """The options a tool shows its own call: the question's, else the model's candidates (open-ended)."""

@@ -31,16 +31,16 @@ class PerformComparison(Tool):
         if options is None or (ctx.cfg.open_ended and given):
             options = options_arg(given)
         if not options:
-            raise ToolError("no options to compare: call generate_options first, or pass options")
+            raise ToolError(ctx.say("compare_no_options"))
         schema = obj(comparison=arr(obj(option=STR, supporting=STR, against=STR, verdict=STR)))
         value = await ctx.ask("qa_compare", schema, question=question, options=options)
         rows = value.get("comparison") if isinstance(value, dict) else value
         if not isinstance(rows, list) or not rows:
-            return ToolResult("The comparison could not be produced.", {"rows": 0})
+            return ToolResult(ctx.say("compare_failed"), {"rows": 0})
         lines = [
             f"({r.get('option', '?')}) {r.get('verdict', '?')}: for: {r.get('supporting', '')}; "
             f"against: {r.get('against', '')}"
             for r in rows
             if isinstance(r, dict)
         ]
-        return ToolResult("Comparison:\n" + "\n".join(lines), {"rows": len(lines)})
+        return ToolResult(ctx.say("compare_result", lines="\n".join(lines)), {"rows": len(lines)})

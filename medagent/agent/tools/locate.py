@@ -29,19 +29,17 @@ class LocateEvidence(Tool):
         memory = ctx.memory
         wanted = doc_handles(args.get("doc_ids", args.get("ids", args.get("doc_id"))))
         if not wanted:
-            raise ToolError('doc_ids must list document ids, e.g. {"doc_ids": ["D1", "D3"]}')
+            raise ToolError(ctx.say("locate_no_ids"))
         done = [h for h in wanted if h in memory.grounded]
         if done and len(done) == len(wanted):
             # A small model at temperature 0 asks for the same quotes again and again: refuse without a call.
             nxt = "relevance_analysis for the next batch" if memory.batches_left else "final_answer"
-            raise ToolError(f"{', '.join(done)} already quoted (the evidence is in memory); call {nxt}")
+            raise ToolError(ctx.say("locate_done", done=", ".join(done), next=nxt))
         wanted = [h for h in wanted if h not in done]
         ok = [h for h in wanted if memory.is_reviewable(h)]
         if not ok:
-            raise ToolError(
-                f"cannot quote {wanted}: only documents of the batch under review can be quoted "
-                f"({memory.pending or 'none; call relevance_analysis'})"
-            )
+            pending = str(memory.pending) if memory.pending else "none; call relevance_analysis"
+            raise ToolError(ctx.say("locate_not_reviewable", wanted=str(wanted), pending=pending))
         docs = [(h, memory.doc(h)) for h in ok]
         value = await ctx.ask(
             "qa_locate",
@@ -55,12 +53,14 @@ class LocateEvidence(Tool):
         for h, quote in quotes(value, ok):
             ev = memory.cache(h, quote, verify_quote(quote, memory.doc(h)))
             (cached if ev.verified else unverified).append(ev)
-        parts = [f"Cached evidence:\n{evidence_block(cached)}" if cached else "No evidence was cached."]
+        parts = [
+            ctx.say("locate_cached", evidence=evidence_block(cached)) if cached else ctx.say("locate_none")
+        ]
         if unverified:
             listing = "; ".join(f"{e.handle}: {escape_data(e.quote[:200])!r}" for e in unverified)
-            parts.append(f"Not found verbatim in the documents, so not kept: {listing}")
+            parts.append(ctx.say("locate_unverified", listing=listing))
         skipped = [h for h in wanted if h not in ok]
         if skipped:
-            parts.append(f"Not quotable (not in the batch under review): {', '.join(skipped)}")
+            parts.append(ctx.say("locate_skipped", skipped=", ".join(skipped)))
         summary = {"docs": ok, "cached": len(cached), "unverified": len(unverified), "skipped": skipped}
         return ToolResult("\n".join(parts), summary)

@@ -32,6 +32,6 @@ class GenerateOptions(Tool):
             if c not in memory.candidates:
                 memory.candidates.append(c)
         if not found:
-            return ToolResult("No candidate answers could be produced.", {"candidates": 0})
+            return ToolResult(ctx.say("options_failed"), {"candidates": 0})
         listing = "\n".join(f"({i}) {c}" for i, c in enumerate(memory.candidates, 1))
-        return ToolResult("Candidate answers:\n" + listing, {"candidates": len(found)})
+        return ToolResult(ctx.say("options_result", listing=listing), {"candidates": len(found)})

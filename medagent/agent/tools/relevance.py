@@ -20,10 +20,10 @@ class RelevanceAnalysis(Tool):
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         memory = ctx.memory
         if memory.batches_left == 0:
-            raise ToolError(f"all {memory.max_batches} review batches are used; give your final answer")
+            raise ToolError(ctx.say("review_exhausted", max_batches=memory.max_batches))
         batch = memory.next_batch()
         if not batch:
-            raise ToolError("no documents await review; call enable_search first")
+            raise ToolError(ctx.say("review_empty"))
         docs = [(h, memory.doc(h)) for h in batch]
         schema = obj(judgements=arr(obj(id=STR, relevant={"type": "boolean"}, reason=STR)))
         value = await ctx.ask(
@@ -41,13 +41,10 @@ class RelevanceAnalysis(Tool):
             label = {True: "relevant", False: "not relevant", None: "no verdict"}[relevant]
             note = f": {escape_data(reason)}" if reason else ""
             lines.append(f'{h} [{escape_data(d.source)}] "{escape_data(d.title)}": {label}{note}')
-        content = (
-            f"Batch {memory.batches_reviewed} of at most {memory.max_batches}:\n"
-            + "\n".join(lines)
-            + "\nCall locate_evidence with the ids of the relevant documents to keep their evidence; "
-            f"documents not quoted are discarded when the next batch opens. {len(memory.queue)} documents "
-            f"still queued."
-        )
+        content = ctx.say(
+            "review_result", batch=memory.batches_reviewed, max_batches=memory.max_batches, lines="\n".join(lines),
+            queued=len(memory.queue),
+        )  # fmt: skip
         return ToolResult(
             content, {"batch": batch, "relevant": [h for h in batch if verdicts.get(h, (None,))[0]]}
         )

@@ -41,13 +41,11 @@ class EnableSearch(Tool):
 
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         if ctx.retriever is None or ctx.reranker is None:
-            raise ToolError("search is not available")
+            raise ToolError(ctx.say("search_unavailable"))
         memory, cfg = ctx.memory, ctx.cfg
         query = text_arg(args, "query")
         if query.casefold() in (s.casefold() for s in memory.searches):
-            raise ToolError(
-                f"{query!r} was already searched; review the queued documents or search differently"
-            )
+            raise ToolError(ctx.say("search_repeated", query=repr(query)))
         memory.searches.append(query)
         docs = await search_docs(ctx.retriever, ctx.reranker, query, cfg.top_r, cfg, ctx.rec)
         handles, duplicates = memory.enqueue(docs)
@@ -57,13 +55,12 @@ class EnableSearch(Tool):
             shown = [(h, memory.doc(h)) for h in handles]
             for h, d in shown:
                 memory.add_context(h, d.content[: cfg.doc_max_chars])
-            body = documents_block(shown, cfg.doc_max_chars) if shown else "No new documents."
-            return ToolResult(f"Search results for {query!r}:\n{body}", summary)
+            body = documents_block(shown, cfg.doc_max_chars) if shown else ctx.say("search_no_new")
+            return ToolResult(ctx.say("search_shown", query=repr(query), body=body), summary)
         if not handles:
-            return ToolResult(f"No new documents for {query!r}; try another query.", summary)
-        return ToolResult(
-            f"{len(handles)} documents queued ({duplicates} already seen); {len(memory.queue)} await review. "
-            f"Call relevance_analysis to review the next {memory.batch_size} "
-            f"({memory.batches_left} batches left).",
-            summary,
-        )
+            return ToolResult(ctx.say("search_nothing_new", query=repr(query)), summary)
+        queued = ctx.say(
+            "search_queued", new=len(handles), duplicates=duplicates, queued=len(memory.queue),
+            batch_size=memory.batch_size, batches_left=memory.batches_left,
+        )  # fmt: skip
+        return ToolResult(queued, summary)
