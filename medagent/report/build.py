@@ -164,7 +164,7 @@ def build_report(
             tables["fig2b_tool_call_distribution"], out_dir / "fig2b_tool_call_distribution.png"
         ),
         "fig3": figures.fig3(tables["fig3_top_r"], out_dir / "fig3_top_r.png"),
-        "gate_pareto": figures.gate_pareto(gate_curve, out_dir / "gate_pareto.png"),
+        "gate_pareto": figures.gate_pareto(gate_curve, out_dir / "gate_pareto.png", opts.gate_thresholds),
     }
     for t in tables.values():
         t.write_csv(out_dir)

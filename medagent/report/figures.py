@@ -128,9 +128,9 @@ GATE_COSTS = (
 )
 
 
-def gate_pareto(curve: Table, path: Path) -> Path | None:
+def gate_pareto(curve: Table, path: Path, marked: Sequence[float] = ()) -> Path | None:
     """Accuracy vs cost, one panel per cost: the gated agent's curve over every threshold, standalone and
-    full as points with their 95% CI; one colour per run (benchmark / LLM)."""
+    full as points with their 95% CI, the ``marked`` thresholds labelled; one colour per run."""
     if not curve.records:
         return None
     plt = _pyplot()
@@ -146,6 +146,14 @@ def gate_pareto(curve: Table, path: Path) -> Path | None:
             c = colors(i % 10)
             ax.plot([r[key] for r in gated], [100 * r["accuracy"] for r in gated], "-", color=c, alpha=0.7,
                     marker=".", label=f"gated ({label})" if len(labels) > 1 else "gated (each threshold)")  # fmt: skip
+            # One label per point: thresholds that give the same arm share it ("0.45-0.9").
+            points: dict[tuple[float, float], list[float]] = {}
+            for r in gated:
+                if r["threshold"] in marked:
+                    points.setdefault((r[key], 100 * r["accuracy"]), []).append(r["threshold"])
+            for xy, ts in points.items():
+                text = f"{min(ts):g}" if len(ts) == 1 else f"{min(ts):g}-{max(ts):g}"
+                ax.annotate(text, xy, fontsize="x-small", textcoords="offset points", xytext=(3, 3), color=c)
             for arm, marker in (("standalone", "s"), ("full", "^")):
                 for r in (r for r in rows if r["arm"] == arm):
                     y = 100 * r["accuracy"]
