@@ -14,6 +14,16 @@ from medagent.data.validate import RawRow
 from medagent.registry import Registry
 
 
+def under_root(path: str | Path, data_root: Path | None, what: str) -> Path:
+    """``path`` as given when absolute, else under ``data_root`` (``what`` names the caller in the error)."""
+    resolved = Path(path).expanduser()
+    if not resolved.is_absolute():
+        if data_root is None:
+            raise FileNotFoundError(f"{what}: no data root to resolve {path}")
+        resolved = data_root / resolved
+    return resolved
+
+
 @dataclass
 class LoadContext:
     """What a loader gets besides its options.
@@ -30,11 +40,7 @@ class LoadContext:
 
     def file(self, path: str | Path) -> Path:
         """Resolve a data file (absolute, or relative to the data root), check it exists, record it."""
-        resolved = Path(path).expanduser()
-        if not resolved.is_absolute():
-            if self.data_root is None:
-                raise FileNotFoundError(f"{self.benchmark}: no data root to resolve {path}")
-            resolved = self.data_root / resolved
+        resolved = under_root(path, self.data_root, self.benchmark)
         if not resolved.is_file():
             raise FileNotFoundError(f"{self.benchmark}: data file not found: {resolved}")
         if resolved not in self.files:

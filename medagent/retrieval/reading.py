@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medagent.data.base import under_root
 from medagent.registry import Registry
 
 
@@ -78,12 +79,7 @@ class ReadContext:
         return [self.file(p) for p in found]
 
     def _resolve(self, path: str | Path) -> Path:
-        resolved = Path(path).expanduser()
-        if not resolved.is_absolute():
-            if self.data_root is None:
-                raise FileNotFoundError(f"source {self.source!r}: no data root to resolve {path}")
-            resolved = self.data_root / resolved
-        return resolved
+        return under_root(path, self.data_root, f"source {self.source!r}")
 
 
 Reader = Callable[..., Iterator[RawRecord]]
