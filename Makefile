@@ -8,7 +8,9 @@ STAMP := $(VENV)/.installed
 
 LIMIT ?= 5
 BENCHMARK ?= medqa
-AGENT ?= full
+# The demo's agent: the gated one, recording both answers, prints standalone and full side by side on the
+# same questions (AGENT=full runs the full agent alone).
+AGENT ?= gated
 # The demo searches the full CPU index when `make index` has built it, else a small one it builds itself
 # (the first DEMO_INDEX_LIMIT accepted documents of each source: a few minutes instead of ~45). The folder
 # is named after the limit, so another limit builds another index instead of reusing this one.
@@ -48,9 +50,9 @@ demo-index: setup  ## the demo's small index (DEMO_INDEX_LIMIT accepted document
 	    embedder=minilm index=flat limit=$(DEMO_INDEX_LIMIT) out_dir=$(abspath $(DEMO_INDEX))
 	@echo "index: $(abspath $(DEMO_INDEX))"
 
-demo: demo-index  ## the main job: the full agent (search, rerank, review, quote) on LIMIT MedQA questions, CPU
+demo: demo-index  ## the main job: standalone vs the full agent (search, rerank, review, quote) on LIMIT MedQA questions, CPU
 	$(PY) -m pipelines.run_benchmark benchmark=$(BENCHMARK) agent=$(AGENT) llm=$(LLM) limit=$(LIMIT) \
-	    index_dir=$(abspath $(DEMO_INDEX)) $(ARGS)
+	    index_dir=$(abspath $(DEMO_INDEX)) $(if $(filter gated,$(AGENT)),agent.gate.record_both=true) $(ARGS)
 
 sim-cluster: setup  ## a multi-node Ray cluster on this machine (cluster=sim_multi_node's nodes) until Ctrl-C
 	$(PY) -m pipelines.sim_cluster $(ARGS)

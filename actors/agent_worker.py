@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from actors.common import chat_model_for, services_for, validate_columns
 from actors.metrics import meters
-from medagent.agent import build_agent
+from medagent.agent import AgentDeps, build_agent
 from medagent.config import AgentConfig, LLMConfig, to_dataclass
-from medagent.llm.base import LLMError
+from medagent.llm.base import ChatModel, LLMError
 from medagent.types import INVALID, Prediction, Question
 
 REQUIRED_INPUT_KEYS = ("id", "question")
+ChatModelFactory = Callable[[LLMConfig, dict[str, Any]], ChatModel]
 
 
 def validate_inputs(batch: dict[str, Any], stage: str = "AgentWorker") -> None:
@@ -37,6 +39,9 @@ class AgentWorker:
             ``{"kind": "http", "base_url": ...}`` for vLLM / external endpoints.
         services_endpoint: where the retriever and reranker are (``actors.builder.services_endpoint``);
             None for the modes that do not search.
+        kill_once_file: Chaos hook (``RunConfig.kill_worker_once_file``).
+        chat_model_factory: ``(llm_cfg, llm_endpoint) -> ChatModel`` (default ``chat_model_for``); tests
+            inject a scripted model to run the real Ray Data pool without an LLM.
     """
 
     def __init__(
@@ -46,11 +51,13 @@ class AgentWorker:
         llm_endpoint: dict[str, Any],
         services_endpoint: dict[str, Any] | None = None,
         kill_once_file: str | None = None,
+        chat_model_factory: ChatModelFactory | None = None,
     ) -> None:
-        self.agent_cfg: AgentConfig = to_dataclass(AgentConfig, agent)
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
+        self.agent_cfg: AgentConfig = to_dataclass(AgentConfig, agent).within(self.llm_cfg.max_output_tokens)
         self.endpoint = dict(llm_endpoint)
         self.services_endpoint = services_endpoint
+        self.chat_model_factory = chat_model_factory or chat_model_for
         self._agent = self._build()
         self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
         # The memory bank of every question in flight in this actor, by question id (the design card's
@@ -59,14 +66,15 @@ class AgentWorker:
         self.kill_once_file = kill_once_file
 
     def _build(self) -> Any:
-        llm = chat_model_for(self.llm_cfg, self.endpoint)
-        services = {
+        llm = self.chat_model_factory(self.llm_cfg, self.endpoint)
+        deps = AgentDeps(
             **services_for(self.services_endpoint),
-            "json_schema": self.llm_cfg.supports_json_schema,
-            "tool_calls": self.llm_cfg.tool_calls,
-            "tool_choice": self.llm_cfg.tool_choice,
-        }
-        return build_agent(self.agent_cfg, llm, services)
+            json_schema=self.llm_cfg.supports_json_schema,
+            tool_calls=self.llm_cfg.tool_calls,
+            tool_choice=self.llm_cfg.tool_choice,
+            logprobs=self.llm_cfg.supports_logprobs,
+        )
+        return build_agent(self.agent_cfg, llm, deps)
 
     async def _answer(self, q: Question) -> Prediction:
         async with self._sem:

@@ -108,15 +108,20 @@ def llm_deployment_options(cluster: ClusterConfig) -> dict[str, Any]:
     }
 
 
-def build_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> Any | None:
-    """The Serve application for ``llm``, or None for an external endpoint (``backend=openai``)."""
+def build_llm_app(llm: LLMConfig, cluster: ClusterConfig, engine_factory: Any = None) -> Any | None:
+    """The Serve application for ``llm``, or None for an external endpoint (``backend=openai``).
+
+    ``engine_factory`` (CPU backend only) replaces the llama.cpp engine: tests serve a scripted one.
+    """
     if llm.backend == "llamacpp":
         from ray import serve
 
         from actors.llm_deployment import LlamaCppHTTPServer
 
         deployment = serve.deployment(**llm_deployment_options(cluster))(LlamaCppHTTPServer)
-        return deployment.bind(asdict(llm))
+        return (
+            deployment.bind(asdict(llm), engine_factory) if engine_factory else deployment.bind(asdict(llm))
+        )
     if llm.backend == "vllm":
         from actors.gpu_llm import build_vllm_app
 

@@ -1,66 +1,27 @@
-"""History-taking sessions over HTTP: a person plays the patient, the agent asks and finally assesses.
+"""The history-taking session store as a Serve deployment: ``medagent.history.sessions.InterviewSessions``
+with its agent built from the cluster's LLM (handle or endpoint) and guideline retriever.
 
-``InterviewSessions`` is a plain class (made a Serve deployment by ``actors.builder``) holding
-``{session_id: Session}`` in memory: the agent's ``InterviewState`` (plain data), the pending question and
-an expiry time. It drives ``HistoryTakingAgent``'s step API one HTTP request at a time:
-
-- ``start``: a new state, the first question;
-- ``answer``: ``observe`` the answer, then ``next_question``; when the agent is done (completion, red flag,
-  turn budget, or no acceptable question left) ``finish`` writes the summary, retrieves guidelines and
-  returns the final assessment; the session then stays readable until it expires;
-- ``get`` / ``delete``.
-
-A session idle for ``ttl_s`` expires (purged lazily on every call); at most ``max_sessions`` live at once.
-Errors are typed (``SessionNotFound`` -> 404, ``SessionLimitReached`` -> 429, ``SessionConflict`` -> 409
-at the HTTP edge); an endpoint failure (``LLMError``) leaves the session's state as it was, so the same
-answer can be sent again. One replica only: the state lives in its memory (a restart loses sessions).
+A plain class made a deployment by ``actors.builder``; the session logic (and its errors) live in the
+library and are tested there without Ray.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from medagent.config import InterviewSessionsConfig, LLMConfig, to_dataclass
 from medagent.history import HistoryTakingAgent
-from medagent.history.assessment import Assessment
-from medagent.history.state import InterviewState
-from medagent.llm.base import LLMError
+from medagent.history.sessions import InterviewSessions as SessionStore
+from medagent.history.sessions import SessionConflict, SessionLimitReached, SessionNotFound
+
+__all__ = ["InterviewSessions", "SessionConflict", "SessionLimitReached", "SessionNotFound"]
 
 
-class SessionNotFound(LookupError):
-    """No such session, or it expired."""
-
-
-class SessionLimitReached(RuntimeError):
-    """``max_sessions`` sessions are live."""
-
-
-class SessionConflict(RuntimeError):
-    """The session is finished, or another answer to it is being processed."""
-
-
-@dataclass
-class Session:
-    id: str
-    state: InterviewState
-    expires_at: float
-    question: str | None = None
-    assessment: Assessment | None = None
-    finish_reason: str = ""
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-    @property
-    def finished(self) -> bool:
-        return self.assessment is not None
-
-
-class InterviewSessions:
-    """Session store + step driver (module docstring).
+class InterviewSessions(SessionStore):
+    """``SessionStore`` whose agent is built here from deployment arguments.
 
     Args:
         sessions: ``InterviewSessionsConfig`` as a dict (agent, embedder, ttl_s, max_sessions).
@@ -81,123 +42,25 @@ class InterviewSessions:
         agent: HistoryTakingAgent | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.cfg: InterviewSessionsConfig = to_dataclass(InterviewSessionsConfig, sessions)
-        if self.cfg.agent.mode != "amq":
-            raise ValueError(
-                f"interview sessions drive the amq agent's steps; agent.mode={self.cfg.agent.mode!r}"
-            )
-        if self.cfg.ttl_s <= 0 or self.cfg.max_sessions < 1:
-            raise ValueError("interview_sessions needs ttl_s > 0 and max_sessions >= 1")
-        self.clock = clock
-        self.agent = agent or self._build_agent(to_dataclass(LLMConfig, llm), llm_client, retriever)
-        self._sessions: dict[str, Session] = {}
+        cfg: InterviewSessionsConfig = to_dataclass(InterviewSessionsConfig, sessions)
+        if agent is None and cfg.agent.mode == "amq":
+            agent = _build_agent(cfg, to_dataclass(LLMConfig, llm), llm_client, retriever)
+        super().__init__(cfg, agent, clock=clock)  # type: ignore[arg-type]  # checked: mode != amq raises
 
-    def _build_agent(self, llm: LLMConfig, llm_client: Any, retriever: Any) -> HistoryTakingAgent:
-        from actors.common import chat_model_for, text_embedder
-        from medagent.agent.remote_services import RemoteRetriever
-        from medagent.llm.handle import DeploymentHandleChatModel
 
-        if isinstance(llm_client, dict):
-            chat = chat_model_for(llm, llm_client)
-        else:
-            chat = DeploymentHandleChatModel(llm_client, llm.served_name, max_retries=llm.max_retries)
-        remote = (
-            RemoteRetriever(lambda body: retriever.retrieve.remote(body)) if retriever is not None else None
-        )
-        agent_cfg = self.cfg.agent
-        agent_cfg.json_schema = agent_cfg.json_schema and llm.supports_json_schema
-        embedder = text_embedder(None if self.cfg.embedder is None else asdict(self.cfg.embedder))
-        return HistoryTakingAgent(chat, agent_cfg, remote, embedder)
+def _build_agent(
+    cfg: InterviewSessionsConfig, llm: LLMConfig, llm_client: Any, retriever: Any
+) -> HistoryTakingAgent:
+    from actors.common import chat_model_for, text_embedder
+    from medagent.agent.remote_services import RemoteRetriever
+    from medagent.llm.handle import DeploymentHandleChatModel
 
-    # ------------------------------------------------------------------------------------ bookkeeping
-    def _purge(self) -> None:
-        now = self.clock()
-        for sid in [k for k, s in self._sessions.items() if s.expires_at <= now and not s.lock.locked()]:
-            del self._sessions[sid]
-
-    def _get(self, session_id: str) -> Session:
-        self._purge()
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise SessionNotFound(f"no interview session {session_id!r} (unknown or expired)")
-        return session
-
-    def _touch(self, session: Session) -> None:
-        session.expires_at = self.clock() + self.cfg.ttl_s
-
-    def _view(self, session: Session, *, with_state: bool = False) -> dict[str, Any]:
-        """The wire shape of ``medagent.api.InterviewSessionResponse``."""
-        state = session.state
-        return {
-            "session_id": session.id,
-            "status": "finished" if session.finished else "asking",
-            "question": session.question,
-            "turn": state.turn,
-            "phase": state.phase.value,
-            "red_flags": list(state.red_flags),
-            "scores": self.agent.scores(state),
-            "finish_reason": session.finish_reason or None,
-            "assessment": session.assessment.to_dict() if session.assessment else None,
-            "expires_in_s": max(0.0, session.expires_at - self.clock()),
-            "state": state.to_dict() if with_state else None,
-        }
-
-    async def _advance(self, session: Session, state: InterviewState) -> None:
-        """Asks the next question, or finishes; commits to ``session`` only when every call succeeded."""
-        reason = self.agent.done_reason(state)
-        question = None
-        if not reason:
-            state, question = await self.agent.next_question(state)
-            if question is None:
-                reason = "no acceptable question left"
-        assessment = None if question is not None else await self.agent.finish(state)
-        session.state = state
-        session.question = question.text if question is not None else None
-        session.assessment = assessment
-        session.finish_reason = reason or ""
-
-    # ---------------------------------------------------------------------------------------- the API
-    async def start(self) -> dict[str, Any]:
-        """A new session and its first question."""
-        self._purge()
-        if len(self._sessions) >= self.cfg.max_sessions:
-            raise SessionLimitReached(
-                f"{len(self._sessions)} interview sessions are live (max_sessions={self.cfg.max_sessions}); "
-                "finish or delete one, or wait for one to expire"
-            )
-        session = Session(uuid.uuid4().hex, self.agent.start(), self.clock() + self.cfg.ttl_s)
-        self._sessions[session.id] = session  # counted against the cap while its first question is made
-        try:
-            async with session.lock:
-                await self._advance(session, session.state)
-        except LLMError:
-            self._sessions.pop(session.id, None)
-            raise
-        self._touch(session)
-        return self._view(session)
-
-    async def answer(self, session_id: str, answer: str) -> dict[str, Any]:
-        """Records the patient's answer; returns the next question or the final assessment."""
-        session = self._get(session_id)
-        if session.finished:
-            raise SessionConflict(f"interview session {session_id!r} is finished; start a new one")
-        if session.lock.locked():
-            raise SessionConflict(f"interview session {session_id!r} is processing an answer; retry later")
-        async with session.lock:
-            self._touch(session)
-            state = await self.agent.observe(session.state, answer)
-            await self._advance(session, state)
-            self._touch(session)
-        return self._view(session)
-
-    async def get(self, session_id: str) -> dict[str, Any]:
-        """The session with its full interview state."""
-        return self._view(self._get(session_id), with_state=True)
-
-    async def delete(self, session_id: str) -> None:
-        self._get(session_id)
-        del self._sessions[session_id]
-
-    async def count(self) -> int:
-        self._purge()
-        return len(self._sessions)
+    if isinstance(llm_client, dict):
+        chat = chat_model_for(llm, llm_client)
+    else:
+        chat = DeploymentHandleChatModel(llm_client, llm.served_name, max_retries=llm.max_retries)
+    remote = RemoteRetriever(lambda body: retriever.retrieve.remote(body)) if retriever is not None else None
+    agent_cfg = cfg.agent
+    agent_cfg.json_schema = agent_cfg.json_schema and llm.supports_json_schema
+    embedder = text_embedder(None if cfg.embedder is None else asdict(cfg.embedder))
+    return HistoryTakingAgent(chat, agent_cfg, remote, embedder)

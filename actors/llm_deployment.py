@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from fastapi import FastAPI, HTTPException
 from ray import serve
@@ -23,24 +24,42 @@ log = logging.getLogger(__name__)
 app = FastAPI(title="medagent LLM (llama.cpp)", version="1")
 
 
+class Engine(Protocol):
+    """What the server needs of an engine: one OpenAI request body in, one response dict out (blocking)."""
+
+    def complete_sync(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+EngineFactory = Callable[[LLMConfig], Engine]
+
+
+def llamacpp_engine(cfg: LLMConfig) -> LlamaCppEngine:
+    """The default engine: the model resolved (local path -> PyPI-shipped -> hub) and loaded in llama.cpp."""
+    settings = LlamaCppSettings(
+        n_ctx=cfg.n_ctx,
+        n_parallel=cfg.n_parallel,
+        n_threads=cfg.n_threads,
+        engine_kwargs=cfg.engine_kwargs,
+    )
+    return LlamaCppEngine(resolve_model(cfg.model.spec()), settings, name=cfg.served_name)
+
+
 class LlamaCppServer:
     """Loads the model once per replica; answers handle calls concurrently in worker threads.
 
     Plain (no HTTP routes) so it can sit behind the application's one ingress; ``LlamaCppHTTPServer``
     adds the OpenAI routes for the stand-alone LLM application.
+
+    Args:
+        llm: ``LLMConfig`` as a dict.
+        engine_factory: Builds the engine from the config (default ``llamacpp_engine``); tests inject a
+            scripted engine so the real Serve wiring runs without a model (Ray's ``MockVLLMEngine`` pattern).
     """
 
-    def __init__(self, llm: dict[str, Any]) -> None:
+    def __init__(self, llm: dict[str, Any], engine_factory: EngineFactory | None = None) -> None:
         cfg: LLMConfig = to_dataclass(LLMConfig, llm)
-        path = resolve_model(cfg.model.spec())
-        settings = LlamaCppSettings(
-            n_ctx=cfg.n_ctx,
-            n_parallel=cfg.n_parallel,
-            n_threads=cfg.n_threads,
-            engine_kwargs=cfg.engine_kwargs,
-        )
         self.cfg = cfg
-        self.engine = LlamaCppEngine(path, settings, name=cfg.served_name)
+        self.engine = (engine_factory or llamacpp_engine)(cfg)
 
     async def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """Handle entry point: an OpenAI request dict in, an OpenAI response dict out.

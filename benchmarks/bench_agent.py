@@ -37,7 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from aiohttp import web  # noqa: E402
 
 from medagent.agent import build_agent  # noqa: E402
-from medagent.agent.services import Doc  # noqa: E402
+from medagent.agent.services import AgentDeps, Doc  # noqa: E402
 from medagent.config import AgentConfig  # noqa: E402
 from medagent.llm.openai_client import OpenAIChatClient  # noqa: E402
 from medagent.types import Prediction, Question  # noqa: E402
@@ -200,11 +200,11 @@ def outside_share(preds: list[Prediction]) -> float:
 
 async def run_agent(base_url: str, args: argparse.Namespace) -> dict[int, float]:
     client = OpenAIChatClient(base_url, "bench", max_retries=0, timeout_s=60)
-    services = {
-        "retriever": SlowRetriever(args.retrieval_ms / 1000),
-        "reranker": SlowReranker(args.retrieval_ms / 1000),
-        "json_schema": True,
-    }
+    services = AgentDeps(
+        retriever=SlowRetriever(args.retrieval_ms / 1000),
+        reranker=SlowReranker(args.retrieval_ms / 1000),
+        json_schema=True,
+    )
     agent = build_agent(AgentConfig(mode="full"), client, services)
     await measure(agent, questions(8), 8)  # warm-up: connections, imports
     print(

@@ -28,6 +28,7 @@ from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
 from medagent.agent import build_agent  # noqa: E402
+from medagent.agent.services import AgentDeps  # noqa: E402
 from medagent.config import RunConfig  # noqa: E402
 from medagent.data import load_benchmark  # noqa: E402
 from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings  # noqa: E402
@@ -52,7 +53,7 @@ def _config(args: argparse.Namespace) -> RunConfig:
 async def _plain(
     engine: LlamaCppEngine, cfg: RunConfig, questions: list[Question], in_flight: int
 ) -> list[Prediction]:
-    agent = build_agent(cfg.agent, engine, {"json_schema": cfg.llm.supports_json_schema})
+    agent = build_agent(cfg.agent, engine, AgentDeps(json_schema=cfg.llm.supports_json_schema))
     sem = asyncio.Semaphore(in_flight)
 
     async def one(q: Question) -> Prediction:

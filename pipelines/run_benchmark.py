@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,6 @@ from pipelines.common import (
     scoring_session,
     setup_logging,
 )
-
-# Agent modes that search (the others call the LLM alone).
-SEARCH_MODES = frozenset({"full", "no_tools", "no_cache_prune"})
 
 # Config keys that may differ when a run dir is resumed (``medagent.run.drift`` patterns); any other
 # difference from the config in the run dir's manifest refuses the resume (``RunConfig.resume_check``).
@@ -62,7 +59,10 @@ Endpoints = tuple[dict[str, Any], dict[str, Any] | None]
 
 
 def uses_retrieval(cfg: RunConfig) -> bool:
-    return cfg.agent.mode in SEARCH_MODES
+    """Whether the run's agent searches: its mode says so when it registers (``medagent.agent``)."""
+    from medagent.agent import needs_retrieval
+
+    return needs_retrieval(cfg.agent)
 
 
 def run_config(cfg: RunConfig) -> dict[str, Any]:
@@ -145,7 +145,9 @@ def stream_predictions(
     from actors.builder import agent_worker_map_kwargs
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # our tqdm bar counts questions
-    items = ray.data.from_items([{"id": q.id, "question": json.dumps(q.to_dict())} for q in todo])
+    # An open-ended run never ships the options to a worker (defence in depth: the agents ignore them too).
+    shipped = [replace(q, options=None) if cfg.agent.open_ended else q for q in todo]
+    items = ray.data.from_items([{"id": q.id, "question": json.dumps(q.to_dict())} for q in shipped])
     ds = items.map_batches(
         AgentWorker,
         fn_constructor_kwargs={
@@ -251,8 +253,11 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
         print(_format_open_ended(result["open_ended"]))
     if searched is not None:
         result["index"] = {"dir": cfg.index_dir, "searched": searched}
+    gate_view = _gate_summary(cfg, rd, result)
     rd.write_json(rd.metrics, result)
     print("\n" + format_table([metrics]))
+    if gate_view:
+        print("\n" + gate_view)
     if searched is not None:
         print(f"\nsearched {cfg.index_dir}: {searched}")
     if cfg.show_example:
@@ -284,6 +289,19 @@ def _score_open_ended(cfg: RunConfig, rd: RunDir) -> dict[str, Any]:
             if isinstance(scorer, RemoteScorer):
                 scorer.close()  # frees its GPU for the next cell of a suite
     return summary
+
+
+def _gate_summary(cfg: RunConfig, rd: RunDir, result: dict[str, Any]) -> str | None:
+    """A gated run: standalone, full and gated answers side by side, and the arms' accuracy and cost at the
+    run's threshold (into ``result["gate"]``); the report derives every other threshold."""
+    if cfg.agent.mode != "gated" or cfg.agent.open_ended:
+        return None
+    from medagent.report.gate import side_by_side, sweep
+
+    preds, golds = rd.load_predictions(with_traces=True), rd.load_golds()
+    threshold = cfg.agent.gate.threshold
+    result["gate"] = sweep(preds, golds, [threshold], bootstrap_samples=cfg.bootstrap_samples, seed=cfg.seed)
+    return side_by_side(preds, golds, threshold)
 
 
 def _format_open_ended(summary: dict[str, Any]) -> str:

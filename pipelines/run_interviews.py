@@ -1,9 +1,9 @@
-"""History taking: ``python -m pipelines.run_interviews interviews=osce_res agent=amq|single_shot limit=N``.
+"""History taking: ``python -m pipelines.run_interviews interviews=osce_res history_agent=amq|single_shot limit=N``.
 
 Each interview is a Ray Data row; ``InterviewWorker`` actors run the agent against an LLM patient grounded
-in that interview (``medagent.history.session.evaluate_interview``): ``agent=amq`` asks adaptively, then
+in that interview (``medagent.history.session.evaluate_interview``): ``history_agent=amq`` asks adaptively, then
 assesses from a clinical summary grounded in parent–child guideline retrieval (the serving application's
-Retriever over ``index_dir``, hybrid, parents returned); ``agent=single_shot`` is the paper's baseline (one
+Retriever over ``index_dir``, hybrid, parents returned); ``history_agent=single_shot`` is the paper's baseline (one
 summary of the interview, one assessment, no retrieval). Both are scored against the physician's own
 closing statement, which the simulator and the baseline never see.
 
@@ -80,7 +80,7 @@ def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | No
         return deploy_llm(RunConfig(llm=cfg.llm, cluster=cfg.cluster)), None
     if not cfg.index_dir or not (Path(cfg.index_dir) / "manifest.json").exists():
         raise FileNotFoundError(
-            f"agent=amq retrieves guidelines, but index_dir={cfg.index_dir} holds no finished index "
+            f"history_agent=amq retrieves guidelines, but index_dir={cfg.index_dir} holds no finished index "
             "(manifest.json). Build one with `make guidelines-index`."
         )
     serve.start(**serve_start_kwargs(cfg.cluster))
@@ -275,7 +275,8 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
     """Runs the configured interviews (resumable), then scores and reports; returns the metrics."""
     if cfg.agent.mode not in HISTORY_MODES:
         raise ValueError(
-            f"agent={cfg.agent.mode!r} is not a history-taking agent; expected one of {HISTORY_MODES}"
+            f"agent.mode={cfg.agent.mode!r} is not a history-taking agent (conf/history_agent/); expected one of "
+            f"{HISTORY_MODES}"
         )
     data = load_interviews(
         cfg.interviews.name,

@@ -46,3 +46,32 @@ class ScriptedChatModel(CompletionChatModel):
         if isinstance(item, Exception):
             raise item
         return item
+
+
+class ScriptedEngine:
+    """An engine for ``actors.llm_deployment.LlamaCppServer`` (``engine_factory``): every request gets
+    ``{"answer": <letter>}`` with token logprobs, so the real Serve and Ray Data wiring runs without a
+    model. The letter is the first option letter named in the last message, else "A"."""
+
+    def __init__(self, cfg: Any = None) -> None:
+        self.requests = 0
+
+    def complete_sync(self, body: dict[str, Any]) -> dict[str, Any]:
+        import math
+        import re
+
+        self.requests += 1
+        found = re.search(r"\(([A-E])\)", str(body["messages"][-1].get("content", "")))
+        letter = found.group(1) if found else "A"
+        out = completion(f'{{"answer": "{letter}"}}')
+        if body.get("logprobs"):
+            pieces = ['{"answer": "', letter, '"}']
+            out["choices"][0]["logprobs"] = {
+                "content": [
+                    {"token": p, "logprob": math.log(0.8) if p == letter else 0.0,
+                     "top_logprobs": [{"token": "B" if letter != "B" else "C", "logprob": math.log(0.2)}]
+                     if p == letter else []}
+                    for p in pieces
+                ]
+            }  # fmt: skip
+        return out

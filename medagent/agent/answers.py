@@ -33,26 +33,38 @@ def parse_choice(reply: str, options: dict[str, str]) -> str:
         reply: The model's final text.
         options: The question's options (letter -> text); letters outside them never count.
     """
+    return locate_choice(reply, options)[0]
+
+
+def locate_choice(reply: str, options: dict[str, str]) -> tuple[str, int | None]:
+    """``parse_choice``'s letter and the offset of that letter in ``reply``.
+
+    The offset is None when the reply is ``INVALID`` or names the option by its text rather than its letter;
+    the gate reads the letter's probability at that offset (``medagent.agent.confidence``).
+    """
     letters = set(options)
-    text = reply.strip()
-    if not text:
-        return INVALID
+    if not reply.strip():
+        return INVALID, None
     # 1) A JSON answer field (constrained decoding may be cut off before the closing brace).
-    found = {m.group(1).upper() for m in _JSON_FIELD.finditer(text)}
+    found = {m.group(1).upper(): m.start(1) for m in _JSON_FIELD.finditer(reply)}
     if found:
-        return found.pop() if len(found) == 1 and found <= letters else INVALID
+        if len(found) == 1 and set(found) <= letters:
+            return next(iter(found.items()))
+        return INVALID, None
     # 2) Explicit answer phrases, then bare-letter shapes.
     for pattern in _TIERS:
-        hits = {m.group(1).upper() for m in pattern.finditer(text)}
-        hits &= letters
+        hits: dict[str, int] = {}
+        for m in pattern.finditer(reply):
+            if m.group(1).upper() in letters:
+                hits.setdefault(m.group(1).upper(), m.start(1))
         if len(hits) == 1:
-            return hits.pop()
+            return next(iter(hits.items()))
         if len(hits) > 1:
-            return INVALID  # the reply names several options with the same confidence
+            return INVALID, None  # the reply names several options with the same confidence
     # 3) The reply is exactly one option's text (a model that answers with the text, not the letter).
-    norm = _normalize(text)
+    norm = _normalize(reply)
     exact = [k for k, v in options.items() if _normalize(v) == norm]
-    return exact[0] if len(exact) == 1 else INVALID
+    return (exact[0], None) if len(exact) == 1 else (INVALID, None)
 
 
 def _normalize(s: str) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
+from medagent.registry import Registry
 from medagent.types import Prediction, Question
 
 
@@ -14,26 +16,42 @@ class Agent(Protocol):
     async def answer(self, question: Question) -> Prediction: ...
 
 
-AgentFactory = Callable[[ChatModel, AgentConfig, dict[str, Any]], Agent]
-_AGENTS: dict[str, AgentFactory] = {}
+AgentFactory = Callable[[ChatModel, AgentConfig, AgentDeps], Agent]
+AGENTS: Registry[AgentFactory] = Registry("agent mode")
+# Whether a mode's agent searches (needs the retriever and reranker deployed), by mode.
+_RETRIEVAL: dict[str, Callable[[AgentConfig], bool]] = {}
 
 
-def register_agent(mode: str) -> Callable[[AgentFactory], AgentFactory]:
-    """Registers a factory ``(llm, agent_cfg, services) -> Agent`` under ``mode``."""
+def register_agent(
+    mode: str, *, retrieval: bool | Callable[[AgentConfig], bool] = False
+) -> Callable[[AgentFactory], AgentFactory]:
+    """Registers a factory ``(llm, agent_cfg, deps) -> Agent`` under ``mode``.
+
+    Args:
+        mode: The ``agent.mode`` it answers to.
+        retrieval: Whether the agent searches, or a function of its config that says so (the gated
+            agent searches when its tools part does); ``needs_retrieval`` reads it.
+    """
 
     def deco(factory: AgentFactory) -> AgentFactory:
-        if mode in _AGENTS:
-            raise ValueError(f"agent mode {mode!r} registered twice")
-        _AGENTS[mode] = factory
+        AGENTS.add(mode, factory)
+        _RETRIEVAL[mode] = retrieval if callable(retrieval) else _always(retrieval)
         return factory
 
     return deco
 
 
-def build_agent(cfg: AgentConfig, llm: ChatModel, services: dict[str, Any] | None = None) -> Agent:
-    """Builds the agent for ``cfg.mode``; ``services`` carries retriever/reranker clients when needed."""
-    try:
-        factory = _AGENTS[cfg.mode]
-    except KeyError:
-        raise KeyError(f"unknown agent mode {cfg.mode!r}; registered: {sorted(_AGENTS)}") from None
-    return factory(llm, cfg, services or {})
+def _always(value: bool) -> Callable[[AgentConfig], bool]:
+    return lambda _cfg: value
+
+
+def needs_retrieval(cfg: AgentConfig) -> bool:
+    """Whether ``cfg``'s agent searches, as its mode registered it (the pipelines deploy search for it)."""
+    AGENTS.get(cfg.mode)  # KeyError listing the registered modes
+    return _RETRIEVAL[cfg.mode](cfg)
+
+
+def build_agent(cfg: AgentConfig, llm: ChatModel, deps: AgentDeps | None = None) -> Agent:
+    """Builds the agent for ``cfg.mode``; ``deps`` carries the retriever/reranker clients when needed and
+    what the backend can do."""
+    return AGENTS.get(cfg.mode)(llm, cfg, deps or AgentDeps())

@@ -15,7 +15,7 @@ import math
 import re
 import unicodedata
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from medagent.agent.services import Doc
@@ -110,6 +110,8 @@ class MemoryBank:
     candidates: list[str] = field(default_factory=list)
     batches_reviewed: int = 0
     _seen: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Id, source and title of every queued document, without its text: what a quote is recorded
+    # under once the document itself has been pruned.
     _meta: dict[str, Doc] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -140,7 +142,7 @@ class MemoryBank:
             handle = f"D{len(self._seen) + 1}"
             self._seen[key] = handle
             self.docs[handle] = doc
-            self._meta[handle] = doc
+            self._meta[handle] = replace(doc, content="")
             self.queue.append(handle)
             handles.append(handle)
         return handles, duplicates

@@ -8,20 +8,20 @@ backend supports it).
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from medagent.agent.answers import answer_schema
 from medagent.agent.base import register_agent
+from medagent.agent.episode import Episode, FinalAnswer, Retrieval
 from medagent.agent.memory import MemoryBank
 from medagent.agent.qa import read_answer
 from medagent.agent.render import documents_block
-from medagent.agent.services import Reranker, Retriever
+from medagent.agent.services import AgentDeps, Reranker, Retriever
 from medagent.agent.tools import search_docs
-from medagent.agent.trace import Recorder, preview
+from medagent.agent.trace import preview
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
-from medagent.types import Prediction, Question
+from medagent.types import INVALID, Prediction, Question
 
 
 class NoToolsAgent:
@@ -37,7 +37,7 @@ class NoToolsAgent:
         json_schema: bool = True,
     ) -> None:
         if retriever is None or reranker is None:
-            raise ValueError("agent mode 'no_tools' needs services['retriever'] and services['reranker']")
+            raise ValueError("agent mode 'no_tools' needs deps.retriever and deps.reranker")
         self.llm, self.cfg = llm, cfg
         self.retriever, self.reranker = retriever, reranker
         self.json_schema = json_schema and cfg.constrained_answer
@@ -49,7 +49,7 @@ class NoToolsAgent:
     async def answer(self, question: Question, memory: MemoryBank | None = None) -> Prediction:
         start = time.perf_counter()
         memory = memory if memory is not None else self.new_memory(question)
-        rec = Recorder()
+        rec = Episode()
         open_ended = self.cfg.open_ended or not question.options
         options = None if open_ended else question.options
         before = rec.snapshot()
@@ -60,8 +60,10 @@ class NoToolsAgent:
         shown = [(h, memory.doc(h)) for h in handles]
         for h, d in shown:
             memory.add_context(h, d.content[: self.cfg.doc_max_chars])
-        rec.step(
-            "retrieval", query=preview(question.text), docs=[d.id for _, d in shown], **rec.delta(before)
+        rec.add(
+            Retrieval(
+                {"query": preview(question.text), "docs": [d.id for _, d in shown], **rec.delta(before)}
+            )
         )
         messages = self.prompt.render(
             question=question.text,
@@ -70,34 +72,41 @@ class NoToolsAgent:
             open_ended=open_ended,
         )
         constrained = options is not None and self.json_schema
-        resp = await self.llm.chat(
-            messages,
-            response_format=answer_schema(sorted(options)) if constrained and options else None,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            max_tokens=self.cfg.max_tokens,
-        )
-        answer = read_answer(resp.content, options)
-        rec.step("final_answer", **rec.llm(resp), constrained=constrained, answer=answer)
+        tries = self.cfg.answer_sampling()
+        for i, (temperature, top_p) in enumerate(tries):
+            resp = await self.llm.chat(
+                messages,
+                response_format=answer_schema(sorted(options)) if constrained and options else None,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=self.cfg.max_tokens,
+            )
+            answer = read_answer(resp.content, options)
+            last = answer != INVALID or i == len(tries) - 1
+            retry = {"retry": True} if i else {}  # seed A's re-run of an unreadable answer
+            kind = "final_answer" if last else "invalid_answer"
+            rec.add(
+                FinalAnswer(
+                    {**rec.llm(resp), "constrained": constrained, "answer": answer, **retry}, kind=kind
+                )
+            )
+            if last:
+                break
         memory.finish()
         return Prediction(
             id=question.id,
             benchmark=question.benchmark,
             answer=answer,
             raw=resp.content,
-            trace=rec.steps,
+            trace=rec.trace(),
             evidence=memory.records(),
             usage=rec.usage(),
             latency_s=time.perf_counter() - start,
         )
 
 
-@register_agent("no_tools")
-def _no_tools(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> NoToolsAgent:
+@register_agent("no_tools", retrieval=True)  # the top documents go into its prompt
+def _no_tools(llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> NoToolsAgent:
     return NoToolsAgent(
-        llm,
-        cfg,
-        retriever=services.get("retriever"),
-        reranker=services.get("reranker"),
-        json_schema=bool(services.get("json_schema", True)),
+        llm, cfg, retriever=deps.retriever, reranker=deps.reranker, json_schema=deps.json_schema
     )

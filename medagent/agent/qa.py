@@ -3,7 +3,7 @@
 The model picks its tools by function calling; nothing is scripted. Each turn is read by
 ``toolcalls.parse_reply``; the model's mistakes (malformed or unknown calls, bad arguments, empty or
 cut-off replies, an answer written next to a tool call) come back to it as observations and the loop goes
-on, within ``max_steps`` turns and ``max_conversation_tokens`` tokens. The answer is then a last call
+on, within ``AgentConfig.step_budget()`` turns and ``max_conversation_tokens`` tokens. The answer is then a last call
 conditioned on the conversation plus the memory bank's cached evidence (JSON-schema constrained for
 multiple choice when the backend supports it); an unparseable answer is ``INVALID``. ``LLMError`` and
 bugs propagate: the caller records the former against the question.
@@ -19,63 +19,46 @@ from typing import Any
 
 from medagent.agent.answers import answer_schema, parse_choice, parse_json_object
 from medagent.agent.base import register_agent
+from medagent.agent.episode import Episode, FinalAnswer, MemorySnapshot, ModelTurn, Observation, ToolStep
 from medagent.agent.memory import MemoryBank
 from medagent.agent.render import evidence_block
-from medagent.agent.services import Reranker, Retriever
+from medagent.agent.services import AgentDeps, Reranker, Retriever
 from medagent.agent.toolargs import ToolError
 from medagent.agent.toolcalls import ParsedReply, parse_reply
-from medagent.agent.tools import ANSWER_TOOL, ToolBox, call_schema, tool_names, tool_schemas
-from medagent.agent.trace import Recorder, preview
+from medagent.agent.tools import (
+    ANSWER_TOOL,
+    TOOLS,
+    ToolContext,
+    call_schema,
+    mode_tools,
+    run_tool,
+    searches,
+    tool_names,
+    tool_schemas,
+)
+from medagent.agent.trace import preview
 from medagent.config import AgentConfig
-from medagent.llm.base import ChatModel, ChatResponse
-from medagent.prompts import load_prompt
+from medagent.llm.base import ChatModel
+from medagent.prompts import load_feedback, load_prompt
 from medagent.types import INVALID, Prediction, Question
 
-# Characters per token before the backend has reported a count (English prose runs about 4).
-CHARS_PER_TOKEN = 4.0
 # What is kept of a cut-off reply in the conversation: enough to show the model where it went wrong.
 KEPT_REPLY_CHARS = 600
 
-FEEDBACK = {
-    "malformed": "Your tool call could not be read ({detail}). Write one call as JSON: "
-    '{{"name": "<tool>", "arguments": {{...}}}}, or call final_answer.',
-    "empty": "Your reply was empty. Call a tool, or call final_answer.",
-    "overlong": "Your reply was cut off at the length limit. Be brief: call one tool, or call final_answer.",
-    "no_answer": "Your reply contained no tool call and no answer. Call a tool, or call final_answer with "
-    "the letter of the single best option.",
-    "answer_with_call": "You answered in the same reply as a tool call; that answer was set aside. Read the "
-    "tool results, then answer.",
-}
-
 
 @dataclass
-class _Run:
-    """The state of one ``answer()`` call; the agent object itself stays stateless."""
+class QAEpisode(Episode):
+    """One ``answer()`` call: its typed steps (the conversation and the trace), plus the question's state;
+    the agent object itself stays stateless."""
 
-    question: Question
-    memory: MemoryBank
-    options: dict[str, str] | None
-    messages: list[dict[str, Any]]
-    tools: list[str]
-    schemas: list[dict[str, Any]]
-    rec: Recorder = field(default_factory=Recorder)
+    question: Question = field(default_factory=lambda: Question("", "", None, ""))
+    memory: MemoryBank = field(default_factory=lambda: MemoryBank(""))
+    options: dict[str, str] | None = None
+    tools: list[str] = field(default_factory=list)
     # (tool, arguments) of the last call run: an identical repeat is refused, not run again.
     last_call: tuple[str, str] | None = None
     # response_format of each agent turn when calls are constrained (``tools.call_schema``).
     call_format: dict[str, Any] | None = None
-    # Tokens per character, recalibrated from every usage report.
-    tpc: float = 1.0 / CHARS_PER_TOKEN
-
-    def tokens(self, messages: list[dict[str, Any]], with_tools: bool = True) -> int:
-        chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in messages)
-        if with_tools:
-            chars += len(json.dumps(self.schemas))
-        return math.ceil(chars * self.tpc)
-
-    def calibrate(self, sent: list[dict[str, Any]], resp: ChatResponse) -> None:
-        if resp.usage.prompt_tokens > 0:
-            chars = sum(len(json.dumps(m, ensure_ascii=False)) for m in sent) + len(json.dumps(self.schemas))
-            self.tpc = resp.usage.prompt_tokens / max(chars, 1)
 
 
 class QAAgent:
@@ -104,8 +87,8 @@ class QAAgent:
         constrained_calls: bool = False,
         tool_choice: str | None = None,
     ) -> None:
-        if "enable_search" in tool_names(cfg.mode, False) and (retriever is None or reranker is None):
-            raise ValueError(f"agent mode {cfg.mode!r} needs services['retriever'] and services['reranker']")
+        if searches(cfg) and (retriever is None or reranker is None):
+            raise ValueError(f"agent mode {cfg.mode!r} needs deps.retriever and deps.reranker")
         if cfg.final_answer_call not in ("always", "fallback"):
             raise ValueError(
                 f"final_answer_call must be 'always' or 'fallback', got {cfg.final_answer_call!r}"
@@ -114,9 +97,13 @@ class QAAgent:
         self.json_schema = json_schema and cfg.constrained_answer
         self.constrained_calls = constrained_calls and json_schema
         self.tool_choice = tool_choice
-        self.tools = ToolBox(llm, cfg, cfg.mode, retriever, reranker, json_schema)
+        self.retriever, self.reranker = retriever, reranker
+        # Tools decode their own calls under a schema whenever the backend can (their replies are data).
+        self.tools_json_schema = json_schema
+        self.memory_kind = mode_tools(cfg)[1]
         self.prompt = load_prompt("qa_agent")
         self.prompt_final = load_prompt("qa_final")
+        self.feedback = load_feedback("qa_agent")
 
     def new_memory(self, question: Question) -> MemoryBank:
         """An empty memory bank sized by the config (the actor may keep it by question id)."""
@@ -127,7 +114,7 @@ class QAAgent:
         start = time.perf_counter()
         memory = memory if memory is not None else self.new_memory(question)
         open_ended = self.cfg.open_ended or not question.options
-        names = tool_names(self.cfg.mode, open_ended)
+        names = tool_names(self.cfg, open_ended)
         options = None if open_ended else question.options
         messages = self.prompt.render(
             question=question.text,
@@ -135,13 +122,20 @@ class QAAgent:
             tools=[
                 {"name": n, "description": tool_schemas([n])[0]["function"]["description"]} for n in names
             ],
-            search="relevance_analysis" in names,
+            search=self.memory_kind == "cache_prune",
             batch_size=memory.batch_size,
             max_batches=memory.max_batches,
             open_ended=open_ended,
         )
         schemas = tool_schemas(names, sorted(options) if options else None)
-        run = _Run(question, memory, options, list(messages), names, schemas)
+        run = QAEpisode(
+            prompt=list(messages),
+            schemas=schemas,
+            question=question,
+            memory=memory,
+            options=options,
+            tools=names,
+        )
         if self.constrained_calls:
             run.call_format = call_schema(names, sorted(options) if options else None)
         try:
@@ -149,21 +143,21 @@ class QAAgent:
             answer, raw = await self._final(run, candidate, reason)
         finally:
             memory.finish()
-        run.rec.step("memory", **memory.summary())
+        run.add(MemorySnapshot(memory.summary()))
         return Prediction(
             id=question.id,
             benchmark=question.benchmark,
             answer=answer,
             raw=raw,
-            trace=run.rec.steps,
+            trace=run.trace(),
             evidence=memory.records(),
-            usage=run.rec.usage(),
+            usage=run.usage(),
             latency_s=time.perf_counter() - start,
         )
 
-    async def _loop(self, run: _Run) -> tuple[str | None, str]:
+    async def _loop(self, run: QAEpisode) -> tuple[str | None, str]:
         """Agent turns until the model answers; returns (its answer or None, why the loop ended)."""
-        for turn in range(self.cfg.max_steps):
+        for turn in range(self.cfg.step_budget()):
             if run.tokens(run.messages) + self.cfg.step_max_tokens > self.cfg.max_conversation_tokens:
                 return None, "token_budget"
             sent = list(run.messages)
@@ -179,25 +173,8 @@ class QAAgent:
             run.calibrate(sent, resp)
             parsed = parse_reply(resp, f"call_{turn}", ANSWER_TOOL)
             cut = resp.finish_reason == "length"
-            run.rec.step(
-                "model",
-                **run.rec.llm(resp),
-                content=preview(resp.content),
-                calls=[c.name for c in parsed.calls],
-            )
             content = resp.content if not cut else resp.content[:KEPT_REPLY_CHARS] + " [cut off]"
-            assistant: dict[str, Any] = {"role": "assistant", "content": content}
-            native = [c for c in parsed.calls if c.origin == "native"]
-            if native:
-                assistant["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
-                    }
-                    for c in native
-                ]
-            run.messages.append(assistant)
+            run.add(ModelTurn(content, run.llm(resp), list(parsed.calls), reply=resp.content))
             if parsed.calls:
                 answer = await self._calls(run, parsed)
                 if answer is not None:
@@ -216,86 +193,76 @@ class QAAgent:
                 self._observe(run, "no_answer")
         return None, "max_steps"
 
-    async def _calls(self, run: _Run, parsed: ParsedReply) -> str | None:
+    async def _calls(self, run: QAEpisode, parsed: ParsedReply) -> str | None:
         """Runs the reply's calls in order; returns the answer if the reply was a lone final_answer."""
         answer: str | None = None
         text_results: list[str] = []
         tools_called = [c for c in parsed.calls if c.name != ANSWER_TOOL]
         for i, call in enumerate(parsed.calls):
             start = time.perf_counter()
-            before = run.rec.snapshot()
-            ok, summary = False, {}
+            before = run.snapshot()
+            ok, summary, executed = False, {}, False
+            say = self.feedback.text
             if call.error:
-                content = f"Error: {call.error}. Call {call.name} again with valid JSON arguments."
+                content = say("bad_arguments", error=call.error, tool=call.name)
             elif call.name == ANSWER_TOOL and tools_called:
-                content = "Not recorded: final_answer came with other tool calls. Read their results first."
+                content = say("answer_with_calls")
             elif call.name == ANSWER_TOOL:
                 answer = self._read(_answer_arg(call.arguments), run.options)
                 ok = answer != INVALID
-                content = "Answer recorded." if ok else "Error: " + self._answer_help(run)
+                content = say("answer_recorded") if ok else self._answer_help(run)
                 answer = answer if ok else None
             elif i >= self.cfg.max_calls_per_step:
-                content = f"Not run: at most {self.cfg.max_calls_per_step} tool calls per reply."
-            elif call.name not in _REPEATABLE and (call.name, _key(call.arguments)) == run.last_call:
-                content = (
-                    f"Not run: the same {call.name} call as your previous one; its result is above. "
-                    "Call a different tool, or final_answer."
-                )
+                content = say("too_many_calls", limit=self.cfg.max_calls_per_step)
+            elif not _repeatable(call.name) and (call.name, _key(call.arguments)) == run.last_call:
+                content = say("repeat", tool=call.name)
             elif call.name not in run.tools:
-                content = f"Error: unknown tool {call.name!r}; available tools: {', '.join(run.tools)}."
+                content = say("unknown_tool", tool=call.name, tools=run.tools)
             else:
-                run.rec.tool_calls += 1
+                run.tool_calls += 1
+                executed = True
                 run.last_call = (call.name, _key(call.arguments))
                 try:
-                    result = await self.tools.run(
-                        call.name, call.arguments, run.question, run.memory, run.rec
-                    )
+                    result = await run_tool(call.name, self._context(run), call.arguments)
                     ok, content, summary = True, result.content, result.summary
                 except ToolError as exc:
-                    content = f"Error: {exc}."
-            run.rec.step(
-                "tool",
-                tool=call.name,
-                arguments=preview(call.arguments),
-                origin=call.origin,
-                ok=ok,
-                result=preview(summary or content),
-                latency_s=round(time.perf_counter() - start, 4),
-                **run.rec.delta(before),
+                    content = say("tool_error", error=exc)
+            run.add(
+                ToolStep(call, content, ok, executed, summary, time.perf_counter() - start, run.delta(before))
             )
-            if call.origin == "native":
-                run.messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-            else:
+            if call.origin != "native":
                 # A call written in the text gets its result the same way: as text, in a delimited block.
-                text_results.append(f'<tool_result name="{call.name}">\n{content}\n</tool_result>')
+                text_results.append(self.feedback.text("tool_result", tool=call.name, content=content))
         if text_results:
-            run.messages.append({"role": "user", "content": "\n\n".join(text_results)})
+            run.add(Observation("\n\n".join(text_results)))
         if tools_called and parsed.text and self._read(parsed.text, run.options) != INVALID:
             self._observe(run, "answer_with_call")
         return answer
 
-    def _observe(self, run: _Run, kind: str, **fields: str) -> None:
-        text = FEEDBACK[kind].format(**fields)
-        if kind == "no_answer" and run.options is None:
-            text = text.replace("the letter of the single best option", "a short answer")
-        run.messages.append({"role": "user", "content": text})
-        run.rec.step("observation", error=kind, message=preview(text))
+    def _context(self, run: QAEpisode) -> ToolContext:
+        return ToolContext(
+            question=run.question, memory=run.memory, rec=run, llm=self.llm, cfg=self.cfg,
+            memory_kind=self.memory_kind, retriever=self.retriever, reranker=self.reranker,
+            json_schema=self.tools_json_schema,
+        )  # fmt: skip
 
-    def _answer_help(self, run: _Run) -> str:
-        if run.options is None:
-            return 'final_answer needs {"answer": "<short answer>"}.'
-        return f'final_answer needs {{"answer": "<letter>"}}, one of {", ".join(run.options)}.'
+    def _observe(self, run: QAEpisode, kind: str, **fields: str) -> None:
+        run.add(Observation(self.feedback.text(kind, open_ended=run.options is None, **fields), error=kind))
+
+    def _answer_help(self, run: QAEpisode) -> str:
+        letters = list(run.options or {})
+        return self.feedback.text("bad_answer", open_ended=run.options is None, letters=letters)
 
     def _read(self, text: str, options: dict[str, str] | None) -> str:
         return read_answer(text, options)
 
-    async def _final(self, run: _Run, candidate: str | None, reason: str) -> tuple[str, str]:
+    async def _final(self, run: QAEpisode, candidate: str | None, reason: str) -> tuple[str, str]:
         """The answer: the model's own (``fallback``) or a last call on conversation + memory bank."""
         if candidate is not None and self.cfg.final_answer_call == "fallback":
-            run.rec.step("final_answer", reason=reason, source="model", answer=candidate)
+            run.add(FinalAnswer({"reason": reason, "source": "model", "answer": candidate}))
             return candidate, candidate
         prompt = self.prompt_final.render(
-            memory="relevance_analysis" in run.tools,
+            memory=self.memory_kind == "cache_prune",
             evidence=evidence_block(run.memory.evidence),
             question=run.question.text,
             options=run.options,
@@ -303,27 +270,29 @@ class QAAgent:
         limit = self.cfg.max_conversation_tokens - self.cfg.max_tokens
         messages = fit_messages(run.messages, prompt, limit, run)
         constrained = run.options is not None and self.json_schema
-        resp = await self.llm.chat(
-            messages,
-            response_format=answer_schema(sorted(run.options)) if constrained and run.options else None,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            max_tokens=self.cfg.max_tokens,
-        )
-        answer = self._read(resp.content, run.options)
-        source = "final_call"
-        if answer == INVALID and candidate is not None:
-            # The last call was unreadable but the model had committed to an answer in the loop.
-            answer, source = candidate, "model"
-        run.rec.step(
-            "final_answer",
-            **run.rec.llm(resp),
-            reason=reason,
-            source=source,
-            constrained=constrained,
-            answer=answer,
-            content=preview(resp.content),
-        )
+        # The model's own committed answer stands in for an unreadable last call before any retry.
+        tries = self.cfg.answer_sampling() if candidate is None else self.cfg.answer_sampling()[:1]
+        for i, (temperature, top_p) in enumerate(tries):
+            resp = await self.llm.chat(
+                messages,
+                response_format=answer_schema(sorted(run.options)) if constrained and run.options else None,
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=self.cfg.max_tokens,
+            )
+            answer = self._read(resp.content, run.options)
+            source = "final_call"
+            if answer == INVALID and candidate is not None:
+                # The last call was unreadable but the model had committed to an answer in the loop.
+                answer, source = candidate, "model"
+            last = answer != INVALID or i == len(tries) - 1
+            fields = {
+                **run.llm(resp), "reason": reason, "source": source, "constrained": constrained, "answer": answer,
+                "content": preview(resp.content), **({"retry": True} if i else {}),  # seed A's re-run
+            }  # fmt: skip
+            run.add(FinalAnswer(fields, kind="final_answer" if last else "invalid_answer"))
+            if last:
+                break
         return answer, resp.content
 
 
@@ -346,7 +315,7 @@ def _answer_arg(args: dict[str, Any]) -> str:
 
 
 def fit_messages(
-    messages: list[dict[str, Any]], tail: list[dict[str, str]], limit: int, run: _Run
+    messages: list[dict[str, Any]], tail: list[dict[str, str]], limit: int, run: Episode
 ) -> list[dict[str, Any]]:
     """``messages + tail`` cut to ``limit`` estimated tokens: the longest middle message is shortened first.
 
@@ -367,25 +336,26 @@ def fit_messages(
     return out
 
 
-# Tools whose identical repeat does new work (relevance_analysis opens the next batch each time).
-_REPEATABLE = frozenset({ANSWER_TOOL, "relevance_analysis"})
+def _repeatable(name: str) -> bool:
+    """An identical repeat does new work (relevance_analysis opens the next batch each time)."""
+    return name in TOOLS and TOOLS.get(name).repeatable
 
 
 def _key(arguments: dict[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, default=str)
 
 
-def _factory(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> QAAgent:
+def _factory(llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> QAAgent:
     return QAAgent(
         llm,
         cfg,
-        retriever=services.get("retriever"),
-        reranker=services.get("reranker"),
-        json_schema=bool(services.get("json_schema", True)),
-        constrained_calls=services.get("tool_calls") == "json_schema",
-        tool_choice=services.get("tool_choice"),
+        retriever=deps.retriever,
+        reranker=deps.reranker,
+        json_schema=deps.json_schema,
+        constrained_calls=deps.tool_calls == "json_schema",
+        tool_choice=deps.tool_choice,
     )
 
 
 for _mode in ("full", "no_cache_prune", "no_search"):
-    register_agent(_mode)(_factory)
+    register_agent(_mode, retrieval=searches)(_factory)

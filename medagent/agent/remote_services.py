@@ -8,13 +8,13 @@ once, so the two transports cannot drift apart; tests pass a plain coroutine.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from medagent.agent.services import Doc
 from medagent.api import MAX_CANDIDATE_CHARS, MAX_CANDIDATES, MAX_QUERY_CHARS
 from medagent.llm.base import LLMError
+from medagent.llm.retry import with_retries
 
 Call = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -35,19 +35,17 @@ class _Remote:
         self.backoff_s = backoff_s
 
     async def _request(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Bounded retries: a replica that died is being replaced by Serve meanwhile."""
-        delay, last = self.backoff_s, None
-        for attempt in range(self.max_retries + 1):
-            try:
-                return await self._call(body)
-            except ValueError:
-                raise  # the server refused the request itself (unknown source...): retrying cannot help
-            except Exception as exc:  # transport errors, lost replicas, timeouts
-                last = exc
-            if attempt < self.max_retries:
-                await asyncio.sleep(delay)
-                delay *= 2
-        raise ServiceError(f"{self.what} failed after {self.max_retries + 1} attempts: {last!r}") from last
+        """Bounded retries of transport failures: a replica that died is being replaced by Serve meanwhile.
+
+        A refusal (``ValueError``: an unknown source...) or any other exception propagates at once.
+        """
+        return await with_retries(
+            lambda: self._call(body),
+            what=self.what,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            error=ServiceError,
+        )
 
 
 class RemoteRetriever(_Remote):

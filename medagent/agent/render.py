@@ -43,10 +43,3 @@ def evidence_block(evidence: list[Evidence]) -> str:
         f"{escape_data(e.quote)}</evidence>"
         for e in evidence
     )
-
-
-def options_text(options: dict[str, str] | list[str]) -> str:
-    """``(A) text`` lines for a letter -> text mapping, or numbered lines for a list of candidates."""
-    if isinstance(options, dict):
-        return "\n".join(f"({k}) {v}" for k, v in options.items())
-    return "\n".join(f"({i}) {v}" for i, v in enumerate(options, 1))

@@ -1,8 +1,8 @@
 """What agents need besides the LLM: first-stage retrieval and reranking, as async protocols.
 
-The agents only see these protocols. ``actors`` supplies implementations over Serve deployment handles
-(no HTTP hop inside the cluster); ``medagent.agent.http_services`` over the HTTP routes of a running
-application; tests pass in-memory fakes. The shapes are those of ``medagent.api`` (``RetrievedDocument``).
+The agents only see these protocols. ``medagent.agent.remote_services`` implements them over a Serve
+deployment handle (no HTTP hop inside the cluster) or over the HTTP routes of a running application
+(``actors.common.services_for`` picks); tests pass in-memory fakes. The shapes are those of ``medagent.api`` (``RetrievedDocument``).
 """
 
 from __future__ import annotations
@@ -62,3 +62,25 @@ class Reranker(Protocol):
     async def rerank(self, query: str, docs: list[Doc], top_r: int) -> list[Doc]:
         """The ``top_r`` best of ``docs`` for ``query``, best first, with the reranker's score."""
         ...
+
+
+@dataclass(frozen=True)
+class AgentDeps:
+    """What an agent is given besides the LLM and its config: services and what the backend can do.
+
+    Attributes:
+        retriever: First-stage retrieval; required by the modes that search.
+        reranker: Second-stage reranking; required by the modes that search.
+        json_schema: The backend honours ``response_format`` JSON schemas (``llm.supports_json_schema``).
+        tool_calls: How agent turns call tools: ``native`` (``tools=``) or ``json_schema`` (each turn decoded
+            under a one-call schema; ``llm.tool_calls``).
+        tool_choice: ``tool_choice`` of native agent turns (``llm.tool_choice``).
+        logprobs: The backend returns token logprobs (``llm.supports_logprobs``; the gated agent's confidence).
+    """
+
+    retriever: Retriever | None = None
+    reranker: Reranker | None = None
+    json_schema: bool = True
+    tool_calls: str = "native"
+    tool_choice: str | None = None
+    logprobs: bool = True

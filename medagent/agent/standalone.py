@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from medagent.agent.answers import answer_schema, parse_choice
 from medagent.agent.base import register_agent
+from medagent.agent.episode import Episode, FinalAnswer
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig
-from medagent.llm.base import ChatModel
+from medagent.llm.base import ChatModel, ChatResponse
 from medagent.prompts import load_prompt
 from medagent.types import INVALID, Prediction, Question
 
@@ -29,6 +32,42 @@ class StandaloneAgent:
 
     async def answer(self, question: Question) -> Prediction:
         start = time.perf_counter()
+        attempts: list[Attempt] = []
+        for temperature, top_p in self.cfg.answer_sampling():
+            attempts.append(await self.respond(question, temperature=temperature, top_p=top_p))
+            if attempts[-1].answer != INVALID:
+                break
+        episode = Episode()
+        for i, a in enumerate(attempts):
+            retry = (
+                {"retry": True} if i else {}
+            )  # seed A's re-run of an unreadable answer (agent.retry_invalid)
+            kind = "final_answer" if a is attempts[-1] else "invalid_answer"
+            episode.add(FinalAnswer({**a.fields(), **retry}, kind=kind))
+        final = attempts[-1].response
+        return Prediction(
+            id=question.id,
+            benchmark=question.benchmark,
+            answer=attempts[-1].answer,
+            raw=final.content,
+            trace=episode.trace(),
+            usage={
+                "prompt_tokens": sum(a.response.usage.prompt_tokens for a in attempts),
+                "completion_tokens": sum(a.response.usage.completion_tokens for a in attempts),
+            },
+            latency_s=time.perf_counter() - start,
+        )
+
+    async def respond(
+        self,
+        question: Question,
+        *,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        top_logprobs: int | None = None,
+    ) -> Attempt:
+        """One direct-response call and its parsed answer; sampling defaults to the config's."""
         open_ended = self.cfg.open_ended or not question.options
         if open_ended:
             messages = self.prompt_open.render(question=question.text)
@@ -40,38 +79,40 @@ class StandaloneAgent:
         resp = await self.llm.chat(
             messages,
             response_format=response_format,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
+            temperature=self.cfg.temperature if temperature is None else temperature,
+            top_p=self.cfg.top_p if top_p is None else top_p,
             max_tokens=self.cfg.max_tokens,
+            seed=seed,
+            top_logprobs=top_logprobs,
         )
         if open_ended:
             answer = resp.content.strip() or INVALID
         else:
             assert question.options is not None
             answer = parse_choice(resp.content, question.options)
-        step: dict[str, Any] = {
-            "step": 0,
-            "kind": "final_answer",
+        return Attempt(answer, resp, response_format is not None)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One direct-response call: the parsed answer, the response, whether decoding was constrained."""
+
+    answer: str
+    response: ChatResponse
+    constrained: bool
+
+    def fields(self) -> dict[str, Any]:
+        """Its trace fields (those the standalone agent has always written)."""
+        resp = self.response
+        return {
             "latency_s": round(resp.latency_s, 4),
             "prompt_tokens": resp.usage.prompt_tokens,
             "completion_tokens": resp.usage.completion_tokens,
             "finish_reason": resp.finish_reason,
-            "constrained": response_format is not None,
+            "constrained": self.constrained,
         }
-        return Prediction(
-            id=question.id,
-            benchmark=question.benchmark,
-            answer=answer,
-            raw=resp.content,
-            trace=[step],
-            usage={
-                "prompt_tokens": resp.usage.prompt_tokens,
-                "completion_tokens": resp.usage.completion_tokens,
-            },
-            latency_s=time.perf_counter() - start,
-        )
 
 
 @register_agent("standalone")
-def _standalone(llm: ChatModel, cfg: AgentConfig, services: dict[str, Any]) -> StandaloneAgent:
-    return StandaloneAgent(llm, cfg, json_schema=bool(services.get("json_schema", True)))
+def _standalone(llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> StandaloneAgent:
+    return StandaloneAgent(llm, cfg, json_schema=deps.json_schema)

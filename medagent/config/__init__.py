@@ -25,12 +25,13 @@ from medagent.config.interview import (
     InterviewsConfig,
     InterviewSessionsConfig,
 )
-from medagent.config.qa import AgentConfig, OpenScoringConfig, RunConfig
+from medagent.config.qa import AgentConfig, GateConfig, OpenScoringConfig, RunConfig
 from medagent.config.serve import ServeConfig
 from medagent.config.suite import SuiteConfig, SuiteRunConfig
 
 __all__ = [
     "AgentConfig",
+    "GateConfig",
     "AnnotateRunConfig",
     "AnnotatorConfig",
     "BenchmarkConfig",

@@ -43,6 +43,9 @@ class LLMConfig:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     max_model_len: int = 32768
+    # The model's generation limit: every agent call's max_tokens is capped at it (seed A sets
+    # "model-specific maximum input lengths and generation token limits"); None leaves the agent's own.
+    max_output_tokens: int | None = None
     tool_call_parser: str | None = None
     supports_json_schema: bool = True
     # How the agent's turns call tools: "native" (OpenAI tools= and tool_calls; vLLM with a tool-call
@@ -53,6 +56,9 @@ class LLMConfig:
     # e.g. hermes, reads its calls) or "required" (vLLM decodes the turn under the tools' schemas, so a
     # small model that ignores tools= still returns a real call).
     tool_choice: str = "auto"
+    # The backend returns token log-probabilities for ``top_logprobs`` (llama.cpp's server and vLLM do); the
+    # gated agent then reads its confidence from them instead of sampling k answers.
+    supports_logprobs: bool = True
     request_timeout_s: float = 600.0
     max_retries: int = 3
     engine_kwargs: dict[str, Any] = field(default_factory=dict)

@@ -85,7 +85,7 @@ DEFAULT_RED_FLAGS: dict[str, str] = {
 
 @dataclass
 class HistoryAgentConfig:
-    """The history-taking agent (``conf/agent/amq.yaml``, ``conf/agent/single_shot.yaml``).
+    """The history-taking agent (``conf/history_agent/amq.yaml``, ``conf/history_agent/single_shot.yaml``).
 
     ``mode`` picks the agent: ``amq`` (adaptive Markov questioning: the state machine of
     ``medagent.history.agent``) or ``single_shot`` (the paper's baseline: one summary, one assessment).
@@ -250,7 +250,7 @@ class InterviewRunConfig:
             name="parent_child", mode="hybrid", top_k=8, return_parents=True
         )
     )
-    # A parent–child index built by pipelines.index_corpus (`make guidelines-index`); needed by agent=amq.
+    # A parent–child index built by pipelines.index_corpus (`make guidelines-index`); needed by history_agent=amq.
     index_dir: str | None = None
     embedder: ModelConfig | None = field(default_factory=_minilm)
     data_root: str | None = None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from medagent.config.base import (
@@ -14,6 +15,41 @@ from medagent.config.base import (
     RetrieverConfig,
 )
 
+# Agent turns beside the review batches: comparison, searches, the answer (``AgentConfig.step_budget``).
+STEP_OVERHEAD = 8
+
+
+@dataclass
+class GateConfig:
+    """The gated agent (``mode: gated``): answer as the standalone model does when it is sure, else use tools.
+
+    Attributes:
+        threshold: The first answer stands when its confidence is at least this (in [0, 1]).
+        confidence: ``logprobs`` (the chosen letter's probability among the options), ``samples`` (the
+            share of ``samples`` sampled answers agreeing with the greedy one), or ``auto``: logprobs when
+            the backend returns them (``llm.supports_logprobs``), else samples.
+        top_logprobs: Alternatives asked for per token (20 is vLLM's and OpenAI's maximum).
+        samples: k of the agreement measure.
+        sample_temperature: Sampling of the agreement measure (seed A's re-run setting: 0.7 / 0.8).
+        sample_top_p: As above.
+        max_tokens: ``max_tokens`` of the first answer (and its samples): agent=standalone's, so the first
+            answer is the standalone agent's (the agent's own ``max_tokens`` is the tools' final call's).
+        tools_mode: The tool-using agent run below the threshold.
+        record_both: Run the tools on every question, whatever the confidence, and record both answers: the
+            prediction is still the gated one at ``threshold``, and the report derives every other threshold
+            (accuracy, flips, cost) from this one run (``medagent.report.gate``).
+    """
+
+    threshold: float = 0.4
+    confidence: str = "auto"
+    top_logprobs: int = 20
+    samples: int = 5
+    sample_temperature: float = 0.7
+    sample_top_p: float = 0.8
+    max_tokens: int = 64
+    tools_mode: str = "full"
+    record_both: bool = False
+
 
 @dataclass
 class AgentConfig:
@@ -24,8 +60,15 @@ class AgentConfig:
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 64
-    # Constrain the final answer with a JSON schema when the backend supports it.
+    # Constrain the final answer with a JSON schema when the backend supports it (our default; seed A
+    # extracted the answer from free text and re-ran the unreadable ones, see retry_invalid).
     constrained_answer: bool = True
+    # Seed A's protocol: "to address occasional issues with final answer extraction, we re-evaluated the
+    # experiments with a temperature of 0.7 and top_p of 0.8". True re-asks a final answer that parses to
+    # INVALID once at (retry_temperature, retry_top_p); the retry is marked in the trace.
+    retry_invalid: bool = False
+    retry_temperature: float = 0.7
+    retry_top_p: float = 0.8
     # Questions in flight per worker actor (async); throughput scales with this, not with actors.
     max_concurrency: int = 4
     prompt: str = "standalone_mc"
@@ -39,8 +82,9 @@ class AgentConfig:
     batch_size: int = 4
     # Documents the no-tool baseline gets in its prompt (paper: the top 3).
     no_tools_docs: int = 3
-    # Model turns in the tool loop; when spent, the answer is forced.
-    max_steps: int = 24
+    # Model turns in the tool loop; when spent, the answer is forced. None: derived from TopR and B
+    # (``step_budget``), so that every review batch can be reviewed and quoted.
+    max_steps: int | None = None
     # Tokens of one conversation (paper: 8,192); when the next turn would not fit, the answer is forced.
     max_conversation_tokens: int = 8192
     # max_tokens of one agent turn (a tool call, or a short reasoning step).
@@ -55,11 +99,46 @@ class AgentConfig:
     final_answer_call: str = "always"
     # Characters of a document shown to the model; quotes are still verified against the full text.
     doc_max_chars: int = 3000
+    # The tools the mode offers (besides final_answer; open-ended questions add generate_options) and what
+    # a search does with its results: cache_prune (seed A's memory bank), context (straight into the
+    # conversation: "w/o Cache & Prune") or none. None: the mode's defaults (medagent.agent.tools).
+    tools: list[str] | None = None
+    memory: str | None = None
     # Candidate answers generate_options asks for (open-ended mode).
     n_options: int = 5
     # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
     retrieval_sources: list[str] | None = None
     retrieval_mode: str | None = None
+    # The gated agent's confidence gate (mode gated).
+    gate: GateConfig = field(default_factory=GateConfig)
+
+    def step_budget(self) -> int:
+        """``max_steps``, or when None the turns a full review takes: each of the ceil(R/B) batches is
+        reviewed and quoted (2 turns), plus ``STEP_OVERHEAD`` for the comparison, searches and the answer
+        (seed A: R = 32, B = 4 -> 8 batches -> 24 turns; Fig. 3's TopR 64 -> 40)."""
+        if self.max_steps is not None:
+            return self.max_steps
+        return 2 * math.ceil(self.top_r / self.batch_size) + STEP_OVERHEAD
+
+    def answer_sampling(self) -> list[tuple[float, float]]:
+        """(temperature, top_p) of each try at a final answer: the config's, then the retry's when on."""
+        tries = [(self.temperature, self.top_p)]
+        if self.retry_invalid:
+            tries.append((self.retry_temperature, self.retry_top_p))
+        return tries
+
+    def within(self, max_output_tokens: int | None) -> AgentConfig:
+        """This config with every generation limit capped at the model's (``llm.max_output_tokens``)."""
+        if max_output_tokens is None:
+            return self
+        cap = max_output_tokens
+        return replace(
+            self,
+            max_tokens=min(self.max_tokens, cap),
+            step_max_tokens=min(self.step_max_tokens, cap),
+            tool_max_tokens=min(self.tool_max_tokens, cap),
+            gate=replace(self.gate, max_tokens=min(self.gate.max_tokens, cap)),
+        )
 
 
 @dataclass

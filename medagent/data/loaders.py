@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from medagent.data.registry import LoadContext, Loader, register_benchmark
+from medagent.data.base import LoadContext, Loader, register_benchmark
 from medagent.data.validate import RawRow
 
 Mapper = Callable[[int, dict[str, Any]], dict[str, Any]]

@@ -12,48 +12,20 @@ returns a lazy iterator of rows, so a bad option fails at once and ``limit`` sto
 
 from __future__ import annotations
 
-import importlib
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medagent.data.validate import RawRow, validate_rows
+from medagent.data import loaders  # noqa: F401  (the built-in benchmarks register here)
+from medagent.data.base import BENCHMARKS, LoadContext, Loader, register_benchmark
+from medagent.data.validate import validate_rows
+
+__all__ = ["BENCHMARKS", "BenchmarkData", "LoadContext", "Loader", "list_benchmarks", "load_benchmark",
+           "register_benchmark", "resolve_data_root"]  # fmt: skip
 from medagent.types import Gold, Question, Rejected
 
 ENV_VAR = "MEDAGENT_DATA"
-
-
-@dataclass
-class LoadContext:
-    """What a loader gets besides its options.
-
-    Attributes:
-        data_root: Folder holding the data sets; ``None`` only for a hub load on a machine without one.
-        benchmark: Name given to the rows; a loader may change it before returning (``jsonl`` does).
-        files: Data files read, in order.
-    """
-
-    data_root: Path | None
-    benchmark: str
-    files: list[Path] = field(default_factory=list)
-
-    def file(self, path: str | Path) -> Path:
-        """Resolve a data file (absolute, or relative to the data root), check it exists, record it."""
-        resolved = Path(path).expanduser()
-        if not resolved.is_absolute():
-            if self.data_root is None:
-                raise FileNotFoundError(f"{self.benchmark}: no data root to resolve {path}")
-            resolved = self.data_root / resolved
-        if not resolved.is_file():
-            raise FileNotFoundError(f"{self.benchmark}: data file not found: {resolved}")
-        if resolved not in self.files:
-            self.files.append(resolved)
-        return resolved
-
-
-Loader = Callable[..., Iterator[RawRow]]
 
 
 @dataclass
@@ -70,35 +42,9 @@ class BenchmarkData:
         return len(self.pairs)
 
 
-_REGISTRY: dict[str, Loader] = {}
-
-
-def register_benchmark(name: str) -> Callable[[Loader], Loader]:
-    """Decorator registering a loader under ``name``; returns the loader unchanged.
-
-    Raises:
-        ValueError: The name is already taken by another loader.
-    """
-
-    def decorator(fn: Loader) -> Loader:
-        if name in _REGISTRY and _REGISTRY[name] is not fn:
-            raise ValueError(f"benchmark {name!r} is already registered")
-        _REGISTRY[name] = fn
-        return fn
-
-    return decorator
-
-
-def _ensure_builtin() -> None:
-    # Lazy: loaders.py imports this module for the decorator, and code importing only the registry
-    # must still see the built-in benchmarks.
-    importlib.import_module("medagent.data.loaders")
-
-
 def list_benchmarks() -> list[str]:
     """Return the registered benchmark names, sorted."""
-    _ensure_builtin()
-    return sorted(_REGISTRY)
+    return BENCHMARKS.names()
 
 
 def resolve_data_root(explicit: str | Path | None = None) -> Path:
@@ -148,12 +94,9 @@ def load_benchmark(
         KeyError: Unknown benchmark name (the message lists the registered ones).
         ValueError: Bad ``limit`` or ``source_kind``, or no hub copy of this benchmark.
     """
-    _ensure_builtin()
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown benchmark {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    loader = BENCHMARKS.get(name)  # KeyError listing the registered benchmarks
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
-    loader = _REGISTRY[name]
     kind = options.pop("source_kind", "local")
     if kind == "hub":
         from medagent.data.loaders import HUB_LOADERS

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from medagent.interview.meditod import DIALOGS_FILE, load_meditod, meditod_dir
 from medagent.interview.transcripts import Interview, load_transcripts
+from medagent.registry import Registry
 
 SourceLoader = Callable[..., tuple[list[Interview], list[Path]]]
-_SOURCES: dict[str, SourceLoader] = {}
+SOURCES: Registry[SourceLoader] = Registry("interview source")
 
 
 @dataclass
@@ -27,17 +28,11 @@ class InterviewSet:
 
 
 def register_interview_source(name: str) -> Callable[[SourceLoader], SourceLoader]:
-    def decorator(fn: SourceLoader) -> SourceLoader:
-        if name in _SOURCES and _SOURCES[name] is not fn:
-            raise ValueError(f"interview source {name!r} is already registered")
-        _SOURCES[name] = fn
-        return fn
-
-    return decorator
+    return SOURCES.register(name)
 
 
 def list_interview_sources() -> list[str]:
-    return sorted(_SOURCES)
+    return SOURCES.names()
 
 
 @register_interview_source("fareez")
@@ -75,11 +70,8 @@ def load_interviews(
         KeyError: Unknown source (the message lists the registered ones).
         ValueError: Negative ``limit``.
     """
-    if source not in _SOURCES:
-        raise KeyError(
-            f"unknown interview source {source!r}; registered: {', '.join(list_interview_sources())}"
-        )
+    load = SOURCES.get(source)  # KeyError listing the registered sources
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
-    interviews, files = _SOURCES[source](data_root, prefix=prefix, ids=list(ids or []), limit=limit)
+    interviews, files = load(data_root, prefix=prefix, ids=list(ids or []), limit=limit)
     return InterviewSet(name=name, interviews=interviews, files=files)

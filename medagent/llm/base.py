@@ -44,6 +44,22 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """One generated token with its log-probability and the backend's most likely alternatives.
+
+    Attributes:
+        token: The token's text.
+        logprob: Its natural-log probability.
+        top: ``(text, logprob)`` of the ``top_logprobs`` most likely tokens at this position (llama.cpp and
+            vLLM report them from the model's distribution before grammar constraints are applied).
+    """
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class ChatResponse:
     """One assistant turn.
 
@@ -54,6 +70,8 @@ class ChatResponse:
         finish_reason: ``stop``, ``length``, ``tool_calls``... as reported.
         latency_s: Wall time of the request as measured by the caller.
         model: Model name the backend reported.
+        logprobs: Per-token log-probabilities of ``content`` when they were asked for (``top_logprobs``)
+            and the backend returned them; empty otherwise.
     """
 
     content: str
@@ -62,6 +80,7 @@ class ChatResponse:
     finish_reason: str = ""
     latency_s: float = 0.0
     model: str = ""
+    logprobs: tuple[TokenLogprob, ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +101,7 @@ class ChatModel(Protocol):
         top_p: float = 1.0,
         max_tokens: int = 512,
         seed: int | None = None,
+        top_logprobs: int | None = None,
     ) -> ChatResponse: ...
 
 
@@ -96,12 +116,14 @@ def build_request(
     top_p: float = 1.0,
     max_tokens: int = 512,
     seed: int | None = None,
+    top_logprobs: int | None = None,
 ) -> dict[str, Any]:
     """Builds the OpenAI request body shared by every backend.
 
     ``tool_choice`` goes out only with ``tools``: ``"required"`` makes vLLM decode the reply under the
     tools' schemas (guided decoding), so even a small model returns real ``tool_calls``; ``"auto"`` leaves
-    the choice to the model and the server's tool-call parser.
+    the choice to the model and the server's tool-call parser. ``top_logprobs`` asks for per-token
+    log-probabilities (OpenAI ``logprobs``/``top_logprobs``, which llama.cpp's server and vLLM honour).
     """
     body: dict[str, Any] = {
         "model": model,
@@ -118,7 +140,30 @@ def build_request(
         body["response_format"] = response_format
     if seed is not None:
         body["seed"] = seed
+    if top_logprobs is not None:
+        body["logprobs"] = True
+        body["top_logprobs"] = top_logprobs
     return body
+
+
+def _parse_logprobs(choice: dict[str, Any]) -> tuple[TokenLogprob, ...]:
+    """``choices[0].logprobs.content`` as typed tokens; a missing or odd block is no logprobs, not an error
+    (the caller falls back to another confidence)."""
+    block = choice.get("logprobs")
+    content = block.get("content") if isinstance(block, dict) else None
+    if not isinstance(content, list):
+        return ()
+    out = []
+    for t in content:
+        if not isinstance(t, dict) or not isinstance(t.get("logprob"), (int, float)):
+            return ()
+        top = tuple(
+            (str(a.get("token", "")), float(a["logprob"]))
+            for a in t.get("top_logprobs") or []
+            if isinstance(a, dict) and isinstance(a.get("logprob"), (int, float))
+        )
+        out.append(TokenLogprob(str(t.get("token", "")), float(t["logprob"]), top))
+    return tuple(out)
 
 
 def parse_chat_completion(payload: dict[str, Any], latency_s: float = 0.0) -> ChatResponse:
@@ -160,6 +205,7 @@ def parse_chat_completion(payload: dict[str, Any], latency_s: float = 0.0) -> Ch
         finish_reason=str(choice.get("finish_reason") or ""),
         latency_s=latency_s,
         model=str(payload.get("model", "")),
+        logprobs=_parse_logprobs(choice),
     )
 
 
@@ -185,6 +231,7 @@ class CompletionChatModel:
         top_p: float = 1.0,
         max_tokens: int = 512,
         seed: int | None = None,
+        top_logprobs: int | None = None,
     ) -> ChatResponse:
         body = build_request(
             self.model,
@@ -196,6 +243,7 @@ class CompletionChatModel:
             top_p=top_p,
             max_tokens=max_tokens,
             seed=seed,
+            top_logprobs=top_logprobs,
         )
         start = time.perf_counter()
         payload = await self.complete(body)

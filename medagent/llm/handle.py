@@ -6,10 +6,10 @@ so it imports nothing from Ray and is unit-tested with a fake handle.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from medagent.llm.base import CompletionChatModel, LLMError
+from medagent.llm.base import CompletionChatModel
+from medagent.llm.retry import with_retries
 
 
 class DeploymentHandleChatModel(CompletionChatModel):
@@ -29,15 +29,12 @@ class DeploymentHandleChatModel(CompletionChatModel):
         self.backoff_s = backoff_s
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        delay = self.backoff_s
-        last: Exception | None = None
-        for attempt in range(self.max_retries + 1):
-            try:
-                result: dict[str, Any] = await self.handle.chat.remote(body)
-                return result
-            except Exception as exc:  # Ray raises several types for a lost or failing replica
-                last = exc
-            if attempt < self.max_retries:
-                await asyncio.sleep(delay)
-                delay *= 2
-        raise LLMError(f"LLM deployment failed after {self.max_retries + 1} attempts: {last!r}") from last
+        async def call() -> dict[str, Any]:
+            result: dict[str, Any] = await self.handle.chat.remote(body)
+            return result
+
+        # A replica that died or is restarting is retried (Serve replaces it meanwhile); an exception raised
+        # inside the replica's code comes back as RayTaskError and is not.
+        return await with_retries(
+            call, what="LLM deployment", max_retries=self.max_retries, backoff_s=self.backoff_s
+        )

@@ -7,7 +7,6 @@ endpoint (encode/httpx#3215; ``benchmarks/bench_agent.py`` measures it), aiohttp
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from typing import Any
@@ -15,9 +14,14 @@ from typing import Any
 import aiohttp
 
 from medagent.llm.base import CompletionChatModel, LLMError
+from medagent.llm.retry import with_retries
 
 # Status codes worth retrying: the replica is restarting, overloaded or timed out.
 _RETRYABLE = {408, 429, 500, 502, 503, 504}
+
+
+class _Retryable(ConnectionError):
+    """A retryable HTTP status, as the transport failure it is (``medagent.llm.retry.is_transient``)."""
 
 
 class OpenAIChatClient(CompletionChatModel):
@@ -67,28 +71,21 @@ class OpenAIChatClient(CompletionChatModel):
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         """POSTs a raw request body and returns the decoded JSON response."""
         url = f"{self.base_url}/chat/completions"
-        delay = self.backoff_s
-        last: Exception | None = None
-        for attempt in range(self.max_retries + 1):
+
+        async def call() -> dict[str, Any]:
+            async with self._http().post(url, json=body) as resp:
+                status, text = resp.status, await resp.text()
+            if status in _RETRYABLE:
+                raise _Retryable(f"HTTP {status} from {url}: {text[:300]}")
+            if status >= 400:
+                raise LLMError(f"HTTP {status} from {url}: {text[:300]}")
             try:
-                async with self._http().post(url, json=body) as resp:
-                    status, text = resp.status, await resp.text()
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                last = exc
-            else:
-                if status < 400:
-                    try:
-                        data: dict[str, Any] = json.loads(text)
-                    except ValueError as exc:
-                        raise LLMError(f"non-JSON response from {url}: {text[:200]}") from exc
-                    return data
-                last = LLMError(f"HTTP {status} from {url}: {text[:300]}")
-                if status not in _RETRYABLE:
-                    raise last
-            if attempt < self.max_retries:
-                await asyncio.sleep(delay)
-                delay *= 2
-        raise LLMError(f"{url} failed after {self.max_retries + 1} attempts: {last}") from last
+                data: dict[str, Any] = json.loads(text)
+            except ValueError as exc:
+                raise LLMError(f"non-JSON response from {url}: {text[:200]}") from exc
+            return data
+
+        return await with_retries(call, what=url, max_retries=self.max_retries, backoff_s=self.backoff_s)
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -10,7 +10,7 @@ serial ``map``) so a pipeline can fan them out as Ray tasks; the samples do not 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -337,7 +337,3 @@ def _markov(
         else None
     )
     return markov, cv
-
-
-def config_dict(cfg: NetworkAnalysisConfig) -> dict[str, Any]:
-    return asdict(cfg)

@@ -16,10 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from medagent.interview.types import Annotation
-from medagent.network.analysis import NetworkAnalysis, NetworkAnalysisConfig, analyze
+from medagent.network.analysis import NetworkAnalysis
 from medagent.network.figures import FIGURES
-from medagent.network.nulls import MapFn
 
 TABLES = "tables"
 FIGS = "figures"
@@ -380,13 +378,3 @@ def write_report(a: NetworkAnalysis, out_dir: str | Path) -> dict[str, Any]:
     (root / SUMMARY).write_text(json.dumps(s, indent=2) + "\n", encoding="utf-8")
     (root / REPORT).write_text(markdown(a, figures), encoding="utf-8")
     return s
-
-
-def run_analysis(
-    annotations: list[Annotation],
-    out_dir: str | Path,
-    cfg: NetworkAnalysisConfig | None = None,
-    map_fn: MapFn = map,
-) -> dict[str, Any]:
-    """``analyze`` then ``write_report``: the whole analysis from annotations to files."""
-    return write_report(analyze(annotations, cfg, map_fn), out_dir)

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medagent.report import figures
+from medagent.report.gate import DEFAULT_THRESHOLDS, sweep_table
 from medagent.report.loader import Run, describe, labels, load_runs, select_cells
 from medagent.report.table import Table
 from medagent.report.tables import (
     ABLATIONS,
+    GPT4_ACCURACY,
     ScorerFactory,
     cost_table,
     flip_table,
@@ -46,6 +48,10 @@ class ReportOptions:
         flip_treatment: ...with this one, on the same benchmark, LLM and question ids.
         compute_open_ended: Score open-ended runs whose metrics.json has no ``open_ended`` entry (loads the
             ``open_scoring`` models); false leaves them out with a note.
+        reference_accuracy: Fig. 3's reference accuracy per benchmark (seed A: Table 1's GPT-4).
+        reference_name: Its name in the table and figure.
+        gate_thresholds: The thresholds at which the gate table shows the gated agent of each
+            ``agent=gated`` run (the Pareto figure uses every distinct confidence as well).
     """
 
     main_top_r: int = 32
@@ -56,6 +62,9 @@ class ReportOptions:
     flip_baseline: str = "standalone"
     flip_treatment: str = "full"
     compute_open_ended: bool = True
+    reference_accuracy: dict[str, float] = field(default_factory=lambda: dict(GPT4_ACCURACY))
+    reference_name: str = "GPT-4"
+    gate_thresholds: list[float] = field(default_factory=lambda: list(DEFAULT_THRESHOLDS))
     bootstrap_samples: int = 1000
     seed: int = 0
 
@@ -132,6 +141,7 @@ def build_report(
     t2 = table2(selected, open_metrics)
     t2.notes += open_notes
     mc_runs = [r for r in runs if not r.key.open_ended]
+    gate, gate_curve = sweep_table(selected, opts.gate_thresholds, opts.bootstrap_samples, opts.seed)
     tables = {
         t.name: t
         for t in (
@@ -139,11 +149,13 @@ def build_report(
             table1(selected, acc),
             t2,
             table3(selected, acc, opts.ablations),
-            top_r_table(mc_runs, acc),
+            top_r_table(mc_runs, acc, reference=opts.reference_accuracy, reference_name=opts.reference_name),
             tool_usage_table(selected, opts.tool_modes, opts.tools),
             tool_distribution_table(selected, opts.tool_modes, opts.distribution_tools),
             cost_table(runs),
             flip_table(selected, opts.flip_baseline, opts.flip_treatment),
+            gate,
+            gate_curve,
         )
     }
     figs = {
@@ -152,6 +164,7 @@ def build_report(
             tables["fig2b_tool_call_distribution"], out_dir / "fig2b_tool_call_distribution.png"
         ),
         "fig3": figures.fig3(tables["fig3_top_r"], out_dir / "fig3_top_r.png"),
+        "gate_pareto": figures.gate_pareto(gate_curve, out_dir / "gate_pareto.png", opts.gate_thresholds),
     }
     for t in tables.values():
         t.write_csv(out_dir)
@@ -199,9 +212,16 @@ def render(
     parts.append(tables["fig3_top_r"].to_markdown())
     parts.append("## Cost, latency and flips\n")
     parts += [tables[n].to_markdown() for n in ("cost_latency", "flips")]
+    parts.append("## Confidence gate: search only when it helps\n")
+    parts.append(
+        _figure_section("Accuracy vs cost per question", figs["gate_pareto"], out_dir, "no agent=gated run")
+    )
+    parts.append(tables["gate_sweep"].to_markdown())
     return "\n".join(parts)
 
 
 def printable(report: Report) -> str:
     """The tables as printed by the pipeline (markdown, without the figure links)."""
-    return "\n".join(t.to_markdown() for name, t in report.tables.items() if name != "runs")
+    return "\n".join(
+        t.to_markdown() for name, t in report.tables.items() if name not in ("runs", "gate_curve")
+    )

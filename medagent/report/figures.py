@@ -1,5 +1,5 @@
 """The report's figures (seed A): Fig. 2a tool calls per question, Fig. 2b call-count distribution, Fig. 3
-accuracy vs TopR. Each is drawn from its table's records with matplotlib's Agg backend (no display), and
+accuracy vs TopR; and the confidence gate's accuracy-cost Pareto figure (issue 18). Each is drawn from its table's records with matplotlib's Agg backend (no display), and
 returns None when its table is empty.
 """
 
@@ -79,7 +79,9 @@ def fig2b(table: Table, path: Path) -> Path | None:
 
 
 def fig3(table: Table, path: Path) -> Path | None:
-    """Accuracy (%) vs TopR per benchmark (and LLM), log2 x axis, 95% CI error bars."""
+    """Accuracy vs TopR per benchmark (and LLM), log2 x axis, 95% CI error bars: as seed A plots it, the
+    difference in points from the reference (Table 1's GPT-4) where a benchmark has one, with absolute
+    accuracy beside it."""
     if not table.records:
         return None
     plt = _pyplot()
@@ -88,21 +90,82 @@ def fig3(table: Table, path: Path) -> Path | None:
     for r in table.records:
         name = r["benchmark"] if len(llms) == 1 else f"{r['benchmark']} / {r['llm']}"
         series.setdefault(name, []).append(r)
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    for name, points in series.items():
-        points.sort(key=lambda r: r["top_r"])
-        xs = [p["top_r"] for p in points]
-        ys = [100 * p["accuracy"] for p in points]
-        err = [
-            [100 * (p["accuracy"] - p["ci95_lo"]) for p in points],
-            [100 * (p["ci95_hi"] - p["accuracy"]) for p in points],
-        ]
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
-    ax.set_xscale("log", base=2)
-    top_rs = sorted({r["top_r"] for r in table.records})
-    ax.set_xticks(top_rs, [str(x) for x in top_rs])
-    ax.set_xlabel("TopR (reranked documents reviewed)")
-    ax.set_ylabel("accuracy (%)")
-    ax.set_title("Accuracy vs TopR")
-    ax.legend(fontsize="small")
+    relative = any(r.get("vs_reference") is not None for r in table.records)
+    fig, axes = plt.subplots(1, 2 if relative else 1, figsize=(11.0 if relative else 6.0, 4.0), squeeze=False)
+    panels = [("accuracy", axes[0][-1])] + ([("vs_reference", axes[0][0])] if relative else [])
+    for key, ax in panels:
+        for name, points in series.items():
+            points = sorted((p for p in points if p.get(key) is not None), key=lambda r: r["top_r"])
+            if not points:
+                continue
+            xs = [p["top_r"] for p in points]
+            ys = [100 * p[key] for p in points]
+            err = [
+                [100 * (p["accuracy"] - p["ci95_lo"]) for p in points],
+                [100 * (p["ci95_hi"] - p["accuracy"]) for p in points],
+            ]
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
+        ax.set_xscale("log", base=2)
+        top_rs = sorted({r["top_r"] for r in table.records})
+        ax.set_xticks(top_rs, [str(x) for x in top_rs])
+        ax.set_xlabel("TopR (reranked documents reviewed)")
+        ax.legend(fontsize="small")
+    ref = next((r.get("reference_name") for r in table.records if r.get("reference_name")), "reference")
+    axes[0][-1].set_ylabel("accuracy (%)")
+    axes[0][-1].set_title("Accuracy vs TopR")
+    if relative:
+        axes[0][0].axhline(0.0, color="grey", linewidth=0.8)
+        axes[0][0].set_ylabel(f"accuracy - {ref} (points)")
+        axes[0][0].set_title(f"Relative to {ref} (seed A's Fig. 3)")
+    return _save(plt, fig, path)
+
+
+# The gate figure's cost axes: (record field, axis label).
+GATE_COSTS = (
+    ("llm_calls", "LLM calls per question"),
+    ("tokens", "tokens per question"),
+    ("wall_s", "wall s per question"),
+)
+
+
+def gate_pareto(curve: Table, path: Path, marked: Sequence[float] = ()) -> Path | None:
+    """Accuracy vs cost, one panel per cost: the gated agent's curve over every threshold, standalone and
+    full as points with their 95% CI, the ``marked`` thresholds labelled; one colour per run."""
+    if not curve.records:
+        return None
+    plt = _pyplot()
+    from matplotlib import ticker
+
+    labels = _unique([r["label"] for r in curve.records])
+    fig, axes = plt.subplots(1, len(GATE_COSTS), figsize=(4.2 * len(GATE_COSTS), 4.0), squeeze=False)
+    colors = plt.get_cmap("tab10")
+    for ax, (key, xlabel) in zip(axes[0], GATE_COSTS, strict=True):
+        for i, label in enumerate(labels):
+            rows = [r for r in curve.records if r["label"] == label and r[key] is not None]
+            gated = sorted((r for r in rows if r["arm"] == "gated"), key=lambda r: r[key])
+            c = colors(i % 10)
+            ax.plot([r[key] for r in gated], [100 * r["accuracy"] for r in gated], "-", color=c, alpha=0.7,
+                    marker=".", label=f"gated ({label})" if len(labels) > 1 else "gated (each threshold)")  # fmt: skip
+            # One label per point: thresholds that give the same arm share it ("0.45-0.9").
+            points: dict[tuple[float, float], list[float]] = {}
+            for r in gated:
+                if r["threshold"] in marked:
+                    points.setdefault((r[key], 100 * r["accuracy"]), []).append(r["threshold"])
+            for xy, ts in points.items():
+                text = f"{min(ts):g}" if len(ts) == 1 else f"{min(ts):g}-{max(ts):g}"
+                ax.annotate(text, xy, fontsize="x-small", textcoords="offset points", xytext=(3, 3), color=c)
+            for arm, marker in (("standalone", "s"), ("full", "^")):
+                for r in (r for r in rows if r["arm"] == arm):
+                    y = 100 * r["accuracy"]
+                    err = [[y - 100 * r["ci95_lo"]], [100 * r["ci95_hi"] - y]]
+                    ax.errorbar([r[key]], [y], yerr=err, fmt=marker, color=c, capsize=3,
+                                label=arm if i == 0 else None)  # fmt: skip
+        ax.set_xscale("log")
+        # Plain numbers on a log axis: the default 2x10^2-style minor labels overlap.
+        ax.xaxis.set_major_formatter(ticker.ScalarFormatter())
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("accuracy (%)")
+    axes[0][0].legend(fontsize="small")
+    fig.suptitle("Confidence gate: accuracy vs cost (one run, every threshold)")
     return _save(plt, fig, path)

@@ -2,7 +2,7 @@
 called a tool (1-8, more than 8).
 
 A trace step with ``kind == "tool"`` is one tool invocation; its ``tool`` field names the tool (see
-``medagent.agent.trace.Recorder``). ``final_answer`` is how the model answers, not a tool, and is left out.
+``medagent.agent.episode.ToolStep``). ``final_answer`` is how the model answers, not a tool, and is left out.
 """
 
 from __future__ import annotations
@@ -31,12 +31,17 @@ MAX_BIN = 8
 BINS = tuple(str(i) for i in range(1, MAX_BIN + 1)) + (f">{MAX_BIN}",)
 
 
-def tool_calls(pred: Prediction) -> Counter[str]:
-    """Invocations per tool in one question's trace."""
+def tool_calls(pred: Prediction, executed: bool = True) -> Counter[str]:
+    """Calls per tool in one question's trace: those the tool ran (``executed``), else those the agent
+    refused to run (malformed, repeated, unknown, over the per-reply limit). Traces written before the
+    ``executed`` field count every call as executed."""
     return Counter(
         str(s.get("tool"))
         for s in pred.trace
-        if isinstance(s, dict) and s.get("kind") == "tool" and s.get("tool") != ANSWER_TOOL
+        if isinstance(s, dict)
+        and s.get("kind") == "tool"
+        and s.get("tool") != ANSWER_TOOL
+        and bool(s.get("executed", True)) == executed
     )
 
 
@@ -87,23 +92,28 @@ def _tool_order(counts: Sequence[Counter[str]], preferred: Sequence[str]) -> lis
 
 def tool_usage_table(runs: Sequence[Run], modes: Sequence[str], tools: Sequence[str] = PAPER_TOOLS) -> Table:
     """Fig. 2a's data: mean invocations of each tool per question, per run (traced questions only)."""
-    t = Table("fig2a_tool_calls", "Fig. 2a data. Mean calls per tool per question")
+    t = Table("fig2a_tool_calls", "Fig. 2a data. Mean executed calls per tool per question (refused apart)")
     used, t.notes = traced(runs, modes)
     per_run = {r.path: [tool_calls(p) for p in r.predictions if p.trace] for r in used}
     order = _tool_order([sum(c, Counter()) for c in per_run.values()], tools)
     names = labels(used)
-    t.columns = ["run", "n", *order]
+    t.columns = ["run", "n", *order, "refused/q"]
     for r in used:
         counts = per_run[r.path]
+        refused = [tool_calls(p, executed=False) for p in r.predictions if p.trace]
         n = len(counts)
         means = {tool: sum(c[tool] for c in counts) / n if n else 0.0 for tool in order}
         t.records += [
             {"label": names[r.path], "benchmark": r.key.benchmark, "llm": r.key.llm, "mode": r.key.mode,
              "top_r": r.key.top_r, "tool": tool, "n": n, "mean_calls": means[tool],
-             "total_calls": sum(c[tool] for c in counts)}
+             "total_calls": sum(c[tool] for c in counts), "total_refused": sum(c[tool] for c in refused),
+             "mean_refused": sum(c[tool] for c in refused) / n if n else 0.0}
             for tool in order
         ]  # fmt: skip
-        t.cells.append([names[r.path], str(n), *(f"{means[tool]:.2f}" for tool in order)])
+        all_refused = sum(sum(c.values()) for c in refused) / n if n else 0.0
+        t.cells.append(
+            [names[r.path], str(n), *(f"{means[tool]:.2f}" for tool in order), f"{all_refused:.2f}"]
+        )
     if not used:
         t.notes.append(f"no traced run of mode {', '.join(modes)}")
     elif not order:

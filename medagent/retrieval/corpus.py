@@ -1,4 +1,4 @@
-"""Corpus records: the document contract, a registry of source readers, and one shared normalizer.
+"""Corpus records: the document contract, opening a configured source, and one shared normalizer.
 
 A reader only knows its source format. It reshapes each source record into a candidate document
 ``{id, title, content, parent_id}`` and yields it as a ``RawRecord`` (or a ``RawRecord`` carrying the
@@ -13,17 +13,20 @@ them with Ray Data in parallel instead of through the iterator (the records are 
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from medagent.data import resolve_data_root
+from medagent.retrieval import jats, medrag, readers  # noqa: F401  (the built-in readers register here)
 from medagent.retrieval.config import SourceConfig
+from medagent.retrieval.reading import READERS, BulkSpec, RawRecord, ReadContext, Reader, register_reader
+
+__all__ = ["READERS", "BulkSpec", "RawRecord", "ReadContext", "Reader", "register_reader"]
 
 # Control characters other than tab/newline break tokenizers and JSON consumers downstream.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -68,114 +71,8 @@ class RejectedRecord:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class RawRecord:
-    """What readers yield: a candidate document dict, or ``error`` when the record could not be read.
-
-    Attributes:
-        row: Position of the record in its source (1-based), for the rejection report.
-        data: Candidate ``{id, title, content, parent_id}`` (or anything, when ``error`` is set).
-        error: Why the reader could not turn the record into a candidate.
-    """
-
-    row: int | None
-    data: Any
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class BulkSpec:
-    """Files (or a hub dataset) that Ray Data may read in parallel instead of through the iterator.
-
-    Attributes:
-        format: ``jsonl`` (one MedRAG-style record per line) or ``parquet``.
-        paths: Files, in reading order.
-        hub: ``{"repo_id", "revision"}`` when the files are a hub repository's (for logs).
-        filesystem: The fsspec filesystem the paths belong to (the hub's ``HfFileSystem``); ``None`` for
-            local paths.
-    """
-
-    format: str
-    paths: tuple[str, ...] = ()
-    hub: dict[str, Any] = field(default_factory=dict)
-    filesystem: Any = None
-
-
-@dataclass
-class ReadContext:
-    """What a reader gets besides its options: where data lives; it records the files it reads."""
-
-    data_root: Path | None
-    source: str
-    files: list[Path] = field(default_factory=list)
-    bulk: BulkSpec | None = None
-
-    def file(self, path: str | Path) -> Path:
-        """Resolve a file (absolute, or relative to the data root), check it exists, record it."""
-        resolved = self._resolve(path)
-        if not resolved.is_file():
-            raise FileNotFoundError(f"source {self.source!r}: file not found: {resolved}")
-        if resolved not in self.files:
-            self.files.append(resolved)
-        return resolved
-
-    def glob(self, path: str | Path, patterns: tuple[str, ...]) -> list[Path]:
-        """A file, or the files under a folder matching ``patterns`` (sorted, recursive); recorded."""
-        base = self._resolve(path)
-        if base.is_file():
-            return [self.file(base)]
-        if not base.is_dir():
-            raise FileNotFoundError(f"source {self.source!r}: no file or folder at {base}")
-        found = sorted({p for pat in patterns for p in base.rglob(pat) if p.is_file()})
-        if not found:
-            raise FileNotFoundError(f"source {self.source!r}: no {'/'.join(patterns)} files under {base}")
-        return [self.file(p) for p in found]
-
-    def _resolve(self, path: str | Path) -> Path:
-        resolved = Path(path).expanduser()
-        if not resolved.is_absolute():
-            if self.data_root is None:
-                raise FileNotFoundError(f"source {self.source!r}: no data root to resolve {path}")
-            resolved = self.data_root / resolved
-        return resolved
-
-
-Reader = Callable[..., Iterator[RawRecord]]
-_READERS: dict[str, Reader] = {}
-
-
-def register_reader(name: str) -> Callable[[Reader], Reader]:
-    """Decorator registering a source reader under ``name``.
-
-    Raises:
-        ValueError: The name is already taken by another reader.
-    """
-
-    def decorator(fn: Reader) -> Reader:
-        if name in _READERS and _READERS[name] is not fn:
-            raise ValueError(f"reader {name!r} is already registered")
-        _READERS[name] = fn
-        return fn
-
-    return decorator
-
-
-# Modules whose readers register on import (they import this module for the decorator, hence lazily).
-BUILTIN_READER_MODULES = (
-    "medagent.retrieval.readers",
-    "medagent.retrieval.medrag",
-    "medagent.retrieval.jats",
-)
-
-
-def _ensure_builtin() -> None:
-    for module in BUILTIN_READER_MODULES:
-        importlib.import_module(module)
-
-
 def list_readers() -> list[str]:
-    _ensure_builtin()
-    return sorted(_READERS)
+    return READERS.names()
 
 
 @dataclass
@@ -205,9 +102,7 @@ def open_source(
         KeyError: Unknown reader (the message lists the registered ones).
         FileNotFoundError: A file the reader needs is missing.
     """
-    _ensure_builtin()
-    if cfg.reader not in _READERS:
-        raise KeyError(f"unknown reader {cfg.reader!r}; registered: {', '.join(sorted(_READERS))}")
+    reader = READERS.get(cfg.reader)  # KeyError listing the registered readers
     try:
         root: Path | None = resolve_data_root(data_root)
     except FileNotFoundError:
@@ -215,7 +110,7 @@ def open_source(
             raise
         root = None  # hub readers need no local files; local readers fail when they resolve a path
     ctx = ReadContext(data_root=root, source=cfg.name)
-    records = _READERS[cfg.reader](ctx, **dict(cfg.options))
+    records = reader(ctx, **dict(cfg.options))
     if limit is not None:
         records = accepted_first(records, cfg.name, limit)
     return OpenedSource(cfg.name, records, list(ctx.files), ctx.bulk)

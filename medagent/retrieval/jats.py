@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medagent.retrieval.corpus import RawRecord, ReadContext, register_reader
+from medagent.retrieval.reading import RawRecord, ReadContext, register_reader
 
 # Elements whose text is not prose: tables and formulas read as noise once flattened, reference lists are
 # citations, not evidence. Figure and table captions are kept (their ``<caption>`` is outside ``<table>``).

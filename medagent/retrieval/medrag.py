@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from medagent.retrieval.corpus import BulkSpec, RawRecord, ReadContext, register_reader
+from medagent.retrieval.reading import BulkSpec, RawRecord, ReadContext, register_reader
 
 # MedRAG's hub corpora keep their snippets as JSONL under chunk/ (MedRAG/pubmed: chunk/pubmed23n0001.jsonl
 # ... one file per PubMed baseline file; textbooks and wikipedia alike).

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from medagent.retrieval.corpus import RawRecord, ReadContext, register_reader
 from medagent.retrieval.medrag import iter_jsonl
+from medagent.retrieval.reading import RawRecord, ReadContext, register_reader
 
 _PMID = re.compile(r"(\d+)\s*$")
 

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from medagent.prompts import prompt_versions
+
 # Packages whose versions change results; recorded in every manifest.
 TRACKED_PACKAGES = (
     "medagent",
@@ -87,6 +89,8 @@ def build_manifest(
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": package_versions(),
+        # Prompts are package data: their versions (and file checksums) say which wording a run used.
+        "prompts": prompt_versions(),
         "data_checksums": file_checksums(data_files),
         "history": history,
     }

@@ -27,6 +27,12 @@ def format_step(step: dict[str, Any], width: int = 100) -> str:
     name = next((str(step[k]) for k in _STEP_FIELDS if step.get(k)), "")
     args = step.get("arguments") or step.get("args")
     body = " ".join(x for x in (name, _short(args, 60) if args else "") if x)
+    if step.get("kind") == "gate":  # the gated agent's decision (medagent.agent.gated)
+        conf = step.get("confidence")
+        body = (
+            f"{step.get('decision')}: confidence {'n/a' if conf is None else f'{conf:.2f}'} ({step.get('method')}) "
+            f"vs {step.get('threshold')}; first answer {step.get('first_answer')}, tools {step.get('tools_answer')}"
+        )
     result = step.get("result") or step.get("observation") or step.get("summary")
     cost = []
     if step.get("latency_s") is not None:

@@ -104,3 +104,25 @@ def test_full_agent_with_the_default_cpu_model_searches_and_cites(
         f"the model called no tool: {[s.get('content') for s in pred['trace'] if s['kind'] == 'model']}"
     )
     assert pred["usage"]["llm_calls"] >= 2
+
+
+def test_gated_agent_records_its_confidence_and_both_answers(
+    qa_index: Path, cluster_cfg: ClusterConfig, data_root: Path, tmp_path: Path
+) -> None:
+    from medagent.config import GateConfig
+    from medagent.report.gate import sweep
+
+    out, preds = _run(
+        cluster_cfg, qa_index, data_root, tmp_path, SMOL, mode="gated", gate=GateConfig(record_both=True)
+    )
+    assert out["n"] == 1 and out["error_rate"] == 0.0, out
+    (pred,) = preds
+    (gate,) = [s for s in pred["trace"] if s["kind"] == "gate"]
+    # llama.cpp behind Serve returns token logprobs: the confidence is the chosen letter's probability.
+    assert gate["method"] == "logprobs" and 0.0 < gate["confidence"] <= 1.0, gate
+    assert gate["tools_answer"] is not None and gate["tools"]["llm_calls"] >= 1, gate
+    assert any(s["kind"] == "model" for s in pred["trace"])  # the full agent ran after the gate
+    arms = {r["arm"] for r in out["gate"]}
+    assert arms == {"standalone", "full", "gated"}
+    rd = RunDir(tmp_path)
+    assert len(sweep(rd.load_predictions(with_traces=True), rd.load_golds(), [0.0, 1.1])) == 4

@@ -92,7 +92,9 @@ def test_one_real_res_interview_end_to_end_then_resume(
     from pipelines.run_interviews import run
 
     qwen = to_dataclass(LLMConfig, yaml.safe_load((CONF / "llm" / "qwen2.5-coder-1.5b-cpu.yaml").read_text()))
-    agent = to_dataclass(HistoryAgentConfig, yaml.safe_load((CONF / "agent" / "amq.yaml").read_text()))
+    agent = to_dataclass(
+        HistoryAgentConfig, yaml.safe_load((CONF / "history_agent" / "amq.yaml").read_text())
+    )
     agent.max_turns = 2  # ~8 LLM calls + 2 judge calls: ~3 min on 2 quiet cores (in-process probe: 157 s)
     cfg = InterviewRunConfig(
         interviews=InterviewsConfig(name="one_res", source="fareez", prefix="RES", ids=[INTERVIEW]),

@@ -191,7 +191,7 @@ def test_run_interviews_over_vllm(
     the QA index standing in for the guideline index."""
     from pipelines.run_interviews import run
 
-    amq = to_dataclass(HistoryAgentConfig, yaml.safe_load((CONF / "agent" / "amq.yaml").read_text()))
+    amq = to_dataclass(HistoryAgentConfig, yaml.safe_load((CONF / "history_agent" / "amq.yaml").read_text()))
     amq = replace(amq, max_turns=2, max_tokens_update=256, max_tokens_summary=192, max_tokens_assessment=320,
                   retrieval_mode="dense", return_parents=False)  # fmt: skip
     cfg = InterviewRunConfig(

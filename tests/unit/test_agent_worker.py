@@ -33,3 +33,19 @@ def test_missing_column_names_stage_and_key() -> None:
     )
     with pytest.raises(ValueError, match=r"AgentWorker.*'question'"):
         asyncio.run(worker({"id": ["q1"]}))
+
+
+def test_injected_chat_model_answers_the_batch() -> None:
+    from tests.fakes import ScriptedChatModel, completion
+
+    seen: list[tuple[str, dict]] = []
+
+    def factory(llm: LLMConfig, endpoint: dict) -> ScriptedChatModel:
+        seen.append((llm.served_name, endpoint))
+        return ScriptedChatModel(lambda body: completion('{"answer": "B"}'))
+
+    worker = AgentWorker(asdict(AgentConfig()), asdict(LLMConfig(served_name="m")), {"kind": "x"},
+                         chat_model_factory=factory)  # fmt: skip
+    out = asyncio.run(worker(_batch("q1", "q2")))
+    preds = [Prediction.from_dict(json.loads(s)) for s in out["prediction"]]
+    assert [p.answer for p in preds] == ["B", "B"] and seen == [("m", {"kind": "x"})]

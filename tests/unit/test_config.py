@@ -31,8 +31,6 @@ def test_default_is_the_cpu_demo() -> None:
 @pytest.mark.parametrize("group", ["llm", "benchmark", "cluster", "agent"])
 def test_every_option_of_every_group_composes(group: str) -> None:
     for yaml in sorted((CONF / group).glob("*.yaml")):
-        if group == "agent" and "kind: history" in yaml.read_text():
-            continue  # history-taking agents compose under run_interviews (test_history_config.py)
         overrides = [f"{group}={yaml.stem}"]
         if yaml.stem == "openai-endpoint":
             overrides += ["llm.base_url=http://x/v1", "llm.served_name=m"]

@@ -295,7 +295,7 @@ def test_validate_row_direct() -> None:
 
 
 def test_register_custom_benchmark(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry.BENCHMARKS, "_items", dict(registry.BENCHMARKS._items))
 
     @register_benchmark("tiny")
     def tiny(ctx: registry.LoadContext) -> Any:

@@ -88,13 +88,13 @@ def test_transcript_run_context_reads_the_given_amq_transcript() -> None:
 
 
 def test_amq_no_retrieval_control_config_and_arm() -> None:
-    cfg = _compose("run_interviews", "agent=amq_no_retrieval")
+    cfg = _compose("run_interviews", "history_agent=amq_no_retrieval")
     assert cfg.agent.mode == "amq" and not cfg.agent.retrieval and cfg.agent.max_turns == 16
     assert arm_name(cfg.agent) == "amq:no_retrieval"
-    oracle = _compose("run_interviews", "agent=single_shot_oracle")
+    oracle = _compose("run_interviews", "history_agent=single_shot_oracle")
     assert (
         oracle.agent.context == "full"
-        and _compose("run_interviews", "agent=single_shot").agent.context == "opening"
+        and _compose("run_interviews", "history_agent=single_shot").agent.context == "opening"
     )
     gpu = _compose("run_interviews", "interview_scoring=gpu")
     assert (
@@ -116,12 +116,14 @@ def test_own_transcripts_come_from_the_finished_amq_interviews(tmp_path: Path) -
     from pipelines.run_interviews import own_transcripts
 
     root = _amq_run_dir(tmp_path)
-    cfg = _compose("run_interviews", "agent=single_shot_amq_transcript", f"agent.transcript_run={root}")
+    cfg = _compose(
+        "run_interviews", "history_agent=single_shot_amq_transcript", f"agent.transcript_run={root}"
+    )
     own = own_transcripts(cfg)
     assert sorted(own) == ["T1", "T2"]  # the failed and the skipped interview have none
     assert own["T1"].startswith("Doctor: Hello, what brings you in today?\nPatient: ")
     assert own["T1"].count("Doctor:") == 3  # max_turns=3
-    assert own_transcripts(_compose("run_interviews", "agent=single_shot")) == {}
+    assert own_transcripts(_compose("run_interviews", "history_agent=single_shot")) == {}
 
 
 def _rec(i: str, **kw: Any) -> InterviewRecord:

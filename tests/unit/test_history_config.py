@@ -1,4 +1,4 @@
-"""The history-agent configs (conf/agent/amq.yaml, single_shot.yaml) validate against HistoryAgentConfig."""
+"""The history-agent configs (conf/history_agent/amq.yaml, single_shot.yaml) validate against HistoryAgentConfig."""
 
 from pathlib import Path
 
@@ -11,7 +11,7 @@ from medagent.history import HISTORY_MODES, build_history_agent
 from medagent.history.phases import Rules
 from tests.unit._history_fakes import FakeClinician
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "agent"
+CONF = Path(__file__).resolve().parents[2] / "conf" / "history_agent"
 
 
 @pytest.mark.parametrize("name", HISTORY_MODES)

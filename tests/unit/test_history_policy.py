@@ -255,7 +255,7 @@ def test_the_three_policy_arms_compose(agent: str, arm: str) -> None:
     from medagent.history.session import arm_name
     from tests.unit.test_run_interviews import _compose
 
-    cfg = _compose("run_interviews", f"agent={agent}", "interviews=osce_res_eval")
+    cfg = _compose("run_interviews", f"history_agent={agent}", "interviews=osce_res_eval")
     assert (
         arm_name(cfg.agent) == arm
         and cfg.agent.max_turns == 16

@@ -124,7 +124,7 @@ class _FakeHandle:
 
 
 def test_handle_model_retries_replica_failure() -> None:
-    handle = _FakeHandle([RuntimeError("replica died"), completion("A")])
+    handle = _FakeHandle([ConnectionError("replica died"), completion("A")])
     llm = DeploymentHandleChatModel(handle, "served", backoff_s=0.0)
     resp = asyncio.run(llm.chat([{"role": "user", "content": "q"}]))
     assert resp.content == "A"
@@ -136,3 +136,21 @@ def test_handle_model_engine_refusal_is_llm_error() -> None:
     llm = DeploymentHandleChatModel(handle, "served", backoff_s=0.0)
     with pytest.raises(LLMError, match="backend error"):
         asyncio.run(llm.chat([{"role": "user", "content": "q"}]))
+
+
+def test_a_bug_is_not_retried() -> None:
+    # A TypeError (our code, or code inside the replica) propagates at once instead of being retried.
+    handle = _FakeHandle([TypeError("bad argument"), completion("A")])
+    llm = DeploymentHandleChatModel(handle, "served", backoff_s=0.0)
+    with pytest.raises(TypeError, match="bad argument"):
+        asyncio.run(llm.chat([{"role": "user", "content": "q"}]))
+    assert len(handle.chat.bodies) == 1
+
+
+def test_transient_failures_are_those_of_transport_and_cluster() -> None:
+    from medagent.llm.retry import is_transient
+
+    ray_like = type("ActorDiedError", (Exception,), {"__module__": "ray.exceptions"})
+    task_error = type("RayTaskError(TypeError)", (TypeError,), {"__module__": "ray.exceptions"})
+    assert is_transient(TimeoutError()) and is_transient(ConnectionError()) and is_transient(ray_like())
+    assert not is_transient(task_error()) and not is_transient(ValueError()) and not is_transient(KeyError())

@@ -59,3 +59,24 @@ def test_missing_variable_raises() -> None:
 def test_unknown_prompt_lists_known() -> None:
     with pytest.raises(FileNotFoundError, match="standalone_mc"):
         load_prompt("nope")
+
+
+FEEDBACK_VARIABLES = {"detail": "d", "open_ended": False, "error": "e", "tool": "t", "letters": ["A", "B"],
+                      "limit": 4, "tools": ["a", "b"], "content": "c",
+                      # qa_tools (medagent.agent.tools)
+                      "lines": "l", "listing": "l", "query": "'q'", "body": "b", "new": 1, "duplicates": 0,
+                      "queued": 2, "batch_size": 4, "batches_left": 1, "max_batches": 2, "batch": 1, "done": "D1",
+                      "next": "final_answer", "wanted": "['D2']", "pending": "['D1']", "evidence": "e",
+                      "skipped": "D3"}  # fmt: skip
+
+
+def test_every_feedback_text_renders() -> None:
+    from medagent.prompts import list_feedback, load_feedback
+
+    assert list_feedback() == ["qa_agent", "qa_tools"]
+    for name in list_feedback():
+        feedback = load_feedback(name)
+        for key in feedback.texts:
+            assert feedback.text(key, **FEEDBACK_VARIABLES), (name, key)
+    with pytest.raises(jinja2.UndefinedError):
+        load_feedback("qa_agent").text("repeat")

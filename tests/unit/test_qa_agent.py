@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from medagent.agent import QAAgent, build_agent
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig
 from medagent.llm.base import LLMError
 from medagent.types import INVALID, Prediction
@@ -27,7 +28,7 @@ from tests.unit._qa_fakes import (
 def _agent(model: AgentModel, docs: int = 8, **cfg: Any) -> tuple[Any, FakeRetriever, FakeReranker]:
     retriever, reranker = FakeRetriever(make_docs(docs)), FakeReranker()
     cfg.setdefault("mode", "full")
-    services = {"retriever": retriever, "reranker": reranker, "json_schema": True}
+    services = AgentDeps(retriever=retriever, reranker=reranker, json_schema=True)
     return build_agent(AgentConfig(**cfg), model, services), retriever, reranker
 
 
@@ -209,7 +210,7 @@ def test_unparseable_final_answer_is_invalid_with_raw_kept() -> None:
 
 def test_unconstrained_final_call_when_the_backend_lacks_json_schema() -> None:
     model = AgentModel([native("final_answer", {"answer": "B"})], final=reply("The answer is (C)."))
-    agent = build_agent(AgentConfig(mode="no_search"), model, {"json_schema": False})
+    agent = build_agent(AgentConfig(mode="no_search"), model, AgentDeps(json_schema=False))
     pred = asyncio.run(agent.answer(Q))
     assert "response_format" not in model.of_kind("final")[0] and pred.answer == "C"
 
@@ -255,7 +256,7 @@ def test_no_cache_prune_cuts_documents_to_the_budget_for_the_answer() -> None:
     long_docs = [dataclasses.replace(d, content=d.content + " More text." * 200) for d in make_docs(8)]
     retriever, reranker = FakeRetriever(long_docs), FakeReranker()
     cfg = AgentConfig(mode="no_cache_prune", top_r=8, max_conversation_tokens=3000, doc_max_chars=1500)
-    agent = build_agent(cfg, model, {"retriever": retriever, "reranker": reranker})
+    agent = build_agent(cfg, model, AgentDeps(retriever=retriever, reranker=reranker))
     pred = asyncio.run(agent.answer(Q))
     final = model.of_kind("final")[0]["messages"]
     assert _steps(pred, "final_answer")[0]["reason"] == "token_budget"

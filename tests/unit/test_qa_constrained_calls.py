@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from medagent.agent import build_agent
+from medagent.agent.services import AgentDeps
 from medagent.agent.tools import call_schema
 from medagent.config import AgentConfig
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs, reply
@@ -37,8 +38,12 @@ def test_the_full_agent_runs_on_constrained_turns() -> None:
         turn("final_answer", {"answer": "B"}),
     ])  # fmt: skip
     cfg = AgentConfig(mode="full", top_k=4, top_r=4, batch_size=4)
-    services = {"retriever": FakeRetriever(make_docs(4)), "reranker": FakeReranker(), "json_schema": True,
-                "tool_calls": "json_schema"}  # fmt: skip
+    services = AgentDeps(
+        retriever=FakeRetriever(make_docs(4)),
+        reranker=FakeReranker(),
+        json_schema=True,
+        tool_calls="json_schema",
+    )
     pred = asyncio.run(build_agent(cfg, model, services).answer(Q))
     assert pred.answer == "B" and pred.evidence
     turns = model.of_kind("turn")
@@ -61,7 +66,7 @@ def test_the_full_agent_runs_on_constrained_turns() -> None:
 
 def test_without_json_schema_support_turns_stay_free() -> None:
     model = AgentModel([turn("final_answer", {"answer": "B"})])
-    services = {"json_schema": False, "tool_calls": "json_schema"}
+    services = AgentDeps(json_schema=False, tool_calls="json_schema")
     pred = asyncio.run(build_agent(AgentConfig(mode="no_search"), model, services).answer(Q))
     assert pred.answer == "B"
     assert "tools" in model.of_kind("turn")[0] and "response_format" not in model.of_kind("turn")[0]
@@ -77,12 +82,9 @@ def test_a_repeated_call_or_a_second_quote_of_the_same_document_is_refused_witho
         turn("final_answer", {"answer": "B"}),
     ])  # fmt: skip
     retriever = FakeRetriever(make_docs(4))
-    services = {
-        "retriever": retriever,
-        "reranker": FakeReranker(),
-        "json_schema": True,
-        "tool_calls": "json_schema",
-    }
+    services = AgentDeps(
+        retriever=retriever, reranker=FakeReranker(), json_schema=True, tool_calls="json_schema"
+    )
     pred = asyncio.run(build_agent(AgentConfig(mode="full", top_k=4, top_r=4), model, services).answer(Q))
     assert len(retriever.calls) == 1 and len(model.of_kind("locate")) == 1
     steps = [s for s in pred.trace if s["kind"] == "tool"]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from medagent.agent import build_agent
-from medagent.agent.services import Doc
+from medagent.agent.services import AgentDeps, Doc
 from medagent.config import AgentConfig
 from medagent.types import Prediction
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs, native
@@ -56,7 +56,7 @@ def _run(mode: str, injected: bool) -> tuple[Prediction, AgentModel, FakeRetriev
     model = AgentModel(turns)
     retriever = FakeRetriever(_docs(injected))
     cfg = AgentConfig(mode=mode, top_r=4, batch_size=4)
-    agent = build_agent(cfg, model, {"retriever": retriever, "reranker": FakeReranker()})
+    agent = build_agent(cfg, model, AgentDeps(retriever=retriever, reranker=FakeReranker()))
     return asyncio.run(agent.answer(Q)), model, retriever
 
 

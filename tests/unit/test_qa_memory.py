@@ -64,3 +64,16 @@ def test_quote_verification_is_a_normalised_substring_match() -> None:
 def test_bank_validates_sizes() -> None:
     with pytest.raises(ValueError):
         MemoryBank("q", batch_size=0)
+
+
+def test_no_document_text_outlives_its_review() -> None:
+    bank = MemoryBank("q", batch_size=2, top_r=4)
+    bank.enqueue(make_docs(4))
+    bank.next_batch()
+    bank.cache("D1", "Clopidogrel irreversibly blocks the P2Y12 receptor", verified=True)
+    bank.next_batch()
+    bank.finish()
+    # Nothing of the bank holds a document's content any more: only ids, titles and verified quotes.
+    held = [d.content for d in (*bank.docs.values(), *bank._meta.values())]
+    assert all(not c for c in held) and len(bank._meta) == 4
+    assert bank.records()[0]["quote"].startswith("Clopidogrel")

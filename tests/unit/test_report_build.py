@@ -84,7 +84,9 @@ def test_missing_pieces_are_notes_not_crashes(tmp_path: Path) -> None:
     make_run(root, "full", mode="full", answers=ALL)  # no traces, no standalone, one TopR
     out = tmp_path / "report"
     report = build_report([str(root / "*"), str(tmp_path / "nothing-here")], out, ReportOptions())
-    assert report.figures == {"fig2a": None, "fig2b": None, "fig3": out / "fig3_top_r.png"}
+    assert report.figures == {
+        "fig2a": None, "fig2b": None, "fig3": out / "fig3_top_r.png", "gate_pareto": None,
+    }  # fmt: skip
     md = report.markdown
     assert "matched no run directory" in md
     assert "_Not drawn: no traced run._" in md

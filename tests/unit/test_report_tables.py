@@ -176,3 +176,15 @@ def test_open_ended_table_stored_and_computed(tmp_path: Path) -> None:
     # Scoring off: the run that needs it is named in a note.
     _, notes = open_ended_metrics(runs, None)
     assert len(notes) == 1 and "b1-open" in notes[0]
+
+
+def test_top_r_sweep_relative_to_a_reference(runs_root: Path, tmp_path: Path) -> None:
+    from medagent.report.figures import fig3
+
+    runs, _, acc = _tables(runs_root)
+    t = top_r_table(runs, acc, reference={"b1": 0.5}, reference_name="GPT-4")
+    assert [r["vs_reference"] for r in t.records] == [pytest.approx(-0.25), pytest.approx(0.25)]
+    assert t.cells[1][-1] == "+25.00" and t.columns[-1] == "vs GPT-4 (points)"
+    assert fig3(t, tmp_path / "fig3.png") is not None
+    # Without a reference for the benchmark: absolute accuracy only.
+    assert all(r["vs_reference"] is None for r in top_r_table(runs, acc, reference={}).records)

@@ -54,7 +54,7 @@ def _compose(config: str, *overrides: str) -> Any:
 
 @pytest.mark.parametrize("agent", ["amq", "single_shot"])
 def test_run_interviews_config_composes(agent: str) -> None:
-    cfg = _compose("run_interviews", f"agent={agent}", "limit=2", "agent.max_turns=4")
+    cfg = _compose("run_interviews", f"history_agent={agent}", "limit=2", "agent.max_turns=4")
     assert isinstance(cfg, InterviewRunConfig) and cfg.agent.mode == agent and cfg.limit == 2
     assert cfg.interviews.prefix == "RES" and cfg.retriever.return_parents and cfg.retriever.mode == "hybrid"
     assert cfg.index_dir.endswith("index/guidelines_demo") and cfg.embedder is not None

@@ -44,6 +44,8 @@ def test_golds_rejected_and_manifest(tmp_path: Path) -> None:
     assert len(m2["history"]) == 2
     assert m2["data_checksums"][str(data)] == m1["data_checksums"][str(data)]
     assert "ray" in m2["packages"] and m2["config"] == {"limit": 3}
+    # The wording of the run: every prompt's version and file checksum.
+    assert m2["prompts"]["qa_agent"]["version"] >= 1 and len(m2["prompts"]["qa_agent"]["sha256"]) == 64
 
 
 def test_create_names_a_fresh_dir(tmp_path: Path) -> None:

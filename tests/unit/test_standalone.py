@@ -4,6 +4,7 @@ import dataclasses
 import pytest
 
 from medagent.agent import build_agent
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig
 from medagent.types import INVALID, Gold, Question
 from tests.fakes import ScriptedChatModel, completion
@@ -32,7 +33,7 @@ def test_standalone_sends_question_and_options_with_schema() -> None:
 
 def test_standalone_unconstrained_when_backend_lacks_json_schema() -> None:
     llm = ScriptedChatModel([completion("The answer is (A).")])
-    agent = build_agent(AgentConfig(), llm, {"json_schema": False})
+    agent = build_agent(AgentConfig(), llm, AgentDeps(json_schema=False))
     pred = asyncio.run(agent.answer(Q))
     assert "response_format" not in llm.requests[0]
     assert pred.answer == "A"

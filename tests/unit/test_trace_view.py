@@ -33,3 +33,12 @@ def test_example_lists_steps_answer_verdict_and_cited_evidence() -> None:
     assert "usage: prompt_tokens=10, llm_calls=1" in text
     wrong = format_example(q, Prediction(id="q1", benchmark="medqa", answer="B"), Gold(id="q1", answer="A"))
     assert "(gold: A)" in wrong and "evidence cited: none" in wrong
+
+
+def test_gate_step_shows_the_decision() -> None:
+    from medagent.run.trace_view import format_step
+
+    step = {"step": 1, "kind": "gate", "decision": "tools", "confidence": 0.35, "method": "logprobs",
+            "threshold": 0.9, "first_answer": "C", "tools_answer": "D"}  # fmt: skip
+    line = format_step(step)
+    assert "tools: confidence 0.35 (logprobs) vs 0.9" in line and "first answer C, tools D" in line

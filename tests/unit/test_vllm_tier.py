@@ -13,6 +13,7 @@ import pytest
 
 from actors.gpu_llm import model_source, vllm_app_args, vllm_llm_kwargs
 from medagent.agent import build_agent
+from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig, LLMConfig, ModelConfig
 from medagent.llm.base import build_request
 from medagent.models import ModelNotFoundError
@@ -73,13 +74,13 @@ def test_tool_choice_goes_out_only_with_tools() -> None:
 
 def test_native_turns_send_the_configured_tool_choice_and_trace_native_origin() -> None:
     model = AgentModel([native("enable_search", {"query": "P2Y12"}), native("final_answer", {"answer": "B"})])
-    services = {
-        "retriever": FakeRetriever(make_docs(4)),
-        "reranker": FakeReranker(),
-        "json_schema": True,
-        "tool_calls": "native",
-        "tool_choice": "required",
-    }
+    services = AgentDeps(
+        retriever=FakeRetriever(make_docs(4)),
+        reranker=FakeReranker(),
+        json_schema=True,
+        tool_calls="native",
+        tool_choice="required",
+    )
     agent = build_agent(AgentConfig(mode="full", top_k=4, top_r=4), model, services)
     pred = asyncio.run(agent.answer(Q))
     turns = model.of_kind("turn")

@@ -1,0 +1,66 @@
+"""``locate_evidence``: verbatim quotes from the batch under review, verified and cached in memory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from medagent.agent.memory import Evidence, verify_quote
+from medagent.agent.render import documents_block, escape_data, evidence_block
+from medagent.agent.toolargs import ToolError, doc_handles, quotes
+from medagent.agent.tools.base import STR, Tool, ToolContext, ToolResult, arr, obj
+from medagent.agent.tools.registry import TOOLS
+
+
+@TOOLS.register("locate_evidence")
+class LocateEvidence(Tool):
+    name = "locate_evidence"
+    description = "Quote the supporting passages of reviewed documents; the quotes are kept in memory."
+    parameters = {
+        "doc_ids": {
+            "type": "array",
+            "items": {**STR, "maxLength": 8},
+            "maxItems": 8,
+            "description": 'e.g. ["D1", "D3"]',
+        }
+    }
+    required = ("doc_ids",)
+
+    async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        memory = ctx.memory
+        wanted = doc_handles(args.get("doc_ids", args.get("ids", args.get("doc_id"))))
+        if not wanted:
+            raise ToolError(ctx.say("locate_no_ids"))
+        done = [h for h in wanted if h in memory.grounded]
+        if done and len(done) == len(wanted):
+            # A small model at temperature 0 asks for the same quotes again and again: refuse without a call.
+            nxt = "relevance_analysis for the next batch" if memory.batches_left else "final_answer"
+            raise ToolError(ctx.say("locate_done", done=", ".join(done), next=nxt))
+        wanted = [h for h in wanted if h not in done]
+        ok = [h for h in wanted if memory.is_reviewable(h)]
+        if not ok:
+            pending = str(memory.pending) if memory.pending else "none; call relevance_analysis"
+            raise ToolError(ctx.say("locate_not_reviewable", wanted=str(wanted), pending=pending))
+        docs = [(h, memory.doc(h)) for h in ok]
+        value = await ctx.ask(
+            "qa_locate",
+            obj(evidence=arr(obj(id=STR, quote=STR))),
+            question=ctx.question.text,
+            options=ctx.options(),
+            documents=documents_block(docs, ctx.cfg.doc_max_chars),
+        )
+        cached: list[Evidence] = []
+        unverified: list[Evidence] = []
+        for h, quote in quotes(value, ok):
+            ev = memory.cache(h, quote, verify_quote(quote, memory.doc(h)))
+            (cached if ev.verified else unverified).append(ev)
+        parts = [
+            ctx.say("locate_cached", evidence=evidence_block(cached)) if cached else ctx.say("locate_none")
+        ]
+        if unverified:
+            listing = "; ".join(f"{e.handle}: {escape_data(e.quote[:200])!r}" for e in unverified)
+            parts.append(ctx.say("locate_unverified", listing=listing))
+        skipped = [h for h in wanted if h not in ok]
+        if skipped:
+            parts.append(ctx.say("locate_skipped", skipped=", ".join(skipped)))
+        summary = {"docs": ok, "cached": len(cached), "unverified": len(unverified), "skipped": skipped}
+        return ToolResult("\n".join(parts), summary)
