@@ -409,7 +409,7 @@ def test_metrics_come_from_every_node_that_did_work(sim: Sim, suite: tuple[Path,
 
 def test_interviews_run_on_the_cluster(sim: Sim, index: Path, work: Path) -> None:
     run_dir, log = work / "interviews", work / "interviews.log"
-    cmd = _pipeline("run_interviews", *sim.overrides, LLM, "interviews=osce_res", "limit=1", "agent=single_shot",
+    cmd = _pipeline("run_interviews", *sim.overrides, LLM, "interviews=osce_res", "limit=1", "history_agent=single_shot",
                     f"index_dir={index}", f"run_dir={run_dir}", "progress=false")  # fmt: skip
     proc = _run(cmd, log, timeout=600)
     assert proc.returncode == 0, _tail(log)
