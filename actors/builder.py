@@ -71,8 +71,12 @@ def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     }
     if cluster.address:
         kwargs["address"] = cluster.address
-    elif cluster.num_cpus:
-        kwargs["num_cpus"] = cluster.num_cpus
+    else:
+        # A new cluster of this process's own. Without "local", ray.init joins whatever cluster
+        # /tmp/ray/ray_current_cluster names (any `ray start` on the machine) and then refuses num_cpus.
+        kwargs["address"] = "local"
+        if cluster.num_cpus:
+            kwargs["num_cpus"] = cluster.num_cpus
     if cluster.metrics_export_port and not cluster.address:
         # Only a new local cluster takes it; nodes of a running cluster got theirs from `ray start`.
         kwargs["_metrics_export_port"] = cluster.metrics_export_port

@@ -108,6 +108,7 @@ class SimCluster:
         # Python, as the image's is on a real cluster.
         bin_dir = str(Path(sys.executable).parent)
         os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+        from ray._common.utils import get_ray_address_file
         from ray.cluster_utils import Cluster
 
         head, *workers = self.cfg.sim_nodes
@@ -120,7 +121,15 @@ class SimCluster:
         if self.cfg.dashboard_port:
             head_args["dashboard_port"] = self.cfg.dashboard_port
         start = time.perf_counter()
+        # The head records itself in /tmp/ray/ray_current_cluster, which every address-less ray.init on the
+        # machine then joins (and still names once these nodes are gone): put back what was there.
+        current = Path(get_ray_address_file(None))
+        previous = current.read_text() if current.exists() else None
         self._cluster = Cluster(initialize_head=True, head_node_args=head_args)
+        if previous is None:
+            current.unlink(missing_ok=True)
+        else:
+            current.write_text(previous)
         self._register(head.name, self._cluster.head_node)
         for node in workers:
             self._register(node.name, self._cluster.add_node(**_node_args(node, self.temp_dir)))
