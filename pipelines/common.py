@@ -78,9 +78,10 @@ def ray_session(cluster: ClusterConfig) -> Iterator[Any]:
     import ray
     from ray._private import ray_constants
 
-    if cluster.loopback_only and ray_constants.ENABLE_RAY_CLUSTER:
-        # Ray was imported before actors.builder.ray_env ran: it would dial the machine's network address
-        # and wait forever for a cluster that listens on loopback.
+    if cluster.loopback_only and cluster.address and ray_constants.ENABLE_RAY_CLUSTER:
+        # Ray was imported before actors.builder.ray_env ran: joining a cluster that listens on loopback, it
+        # would dial the machine's network address and wait forever. (A new local cluster merely listens
+        # on that address.)
         raise RuntimeError(
             "ray was imported before actors.builder.ray_env(cluster) set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; "
             "call ray_env first in this pipeline"
