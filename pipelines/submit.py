@@ -291,6 +291,26 @@ async def _tail(client: Any, job_id: str, out: TextIO) -> None:
         out.flush()
 
 
+# The job server answers this while no node's dashboard agent is registered, e.g. just after nodes were
+# lost and replaced; it goes away once one is.
+_NO_AGENT = "No available agent to submit job"
+
+
+def _submit_job(client: Any, attempts: int = 12, wait_s: float = 10.0, **kwargs: Any) -> str:
+    """``client.submit_job``, retried while the job server has no agent to run it on."""
+    import time
+
+    for attempt in range(1, attempts + 1):
+        try:
+            return str(client.submit_job(**kwargs))
+        except RuntimeError as exc:
+            if _NO_AGENT not in str(exc) or attempt == attempts:
+                raise
+            print(f"pipelines.submit: {_NO_AGENT.lower()} yet; retrying in {wait_s:g}s", file=sys.stderr)
+            time.sleep(wait_s)
+    raise AssertionError("unreachable")
+
+
 def submit(
     args: argparse.Namespace,
     client_factory: Callable[[str], Any] | None = None,
@@ -318,7 +338,8 @@ def submit(
     client = client_factory(args.address)
     if not args.allow_concurrent:
         check_no_active_jobs(client, args.address)
-    job_id = client.submit_job(
+    job_id = _submit_job(
+        client,
         entrypoint=entrypoint,
         runtime_env=runtime_env,
         submission_id=args.submission_id,

@@ -215,3 +215,23 @@ def test_suite_and_hydra_output_dirs_must_be_absolute(override: str) -> None:
         _run(["run_suite", *TABLE1, override])
     code, _, _ = _run(["run_suite", *TABLE1, override.split("=")[0] + "=/mnt/shared/outputs/x"])
     assert code == 0
+
+
+def test_submission_waits_for_a_job_agent_and_raises_other_errors() -> None:
+    from pipelines.submit import _submit_job
+
+    class Client:
+        def __init__(self, errors: list[str]) -> None:
+            self.errors = errors
+
+        def submit_job(self, **_: object) -> str:
+            if self.errors:
+                raise RuntimeError(self.errors.pop(0))
+            return "raysubmit_1"
+
+    busy = "Request failed with status code 500: No available agent to submit job, please try again later.."
+    assert _submit_job(Client([busy, busy]), wait_s=0, entrypoint="x") == "raysubmit_1"
+    with pytest.raises(RuntimeError, match="bad entrypoint"):
+        _submit_job(Client(["bad entrypoint"]), wait_s=0, entrypoint="x")
+    with pytest.raises(RuntimeError, match="No available agent"):
+        _submit_job(Client([busy] * 3), attempts=2, wait_s=0, entrypoint="x")
