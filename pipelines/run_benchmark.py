@@ -132,6 +132,13 @@ def deploy(cfg: RunConfig) -> Endpoints:
     return llm_endpoint(cfg.llm, cfg.cluster, app=APP if local_llm else LLM_APP), services_endpoint(APP)
 
 
+def worker_rows(todo: list[Question], open_ended: bool) -> list[dict[str, str]]:
+    """The rows Ray Data ships to the agent workers: questions only (golds stay in the driver), and in an
+    open-ended run without their options (defence in depth: the agents ignore them too)."""
+    shipped = [replace(q, options=None) if open_ended else q for q in todo]
+    return [{"id": q.id, "question": json.dumps(q.to_dict())} for q in shipped]
+
+
 def stream_predictions(
     cfg: RunConfig,
     todo: list[Question],
@@ -145,9 +152,7 @@ def stream_predictions(
     from actors.builder import agent_worker_map_kwargs
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # our tqdm bar counts questions
-    # An open-ended run never ships the options to a worker (defence in depth: the agents ignore them too).
-    shipped = [replace(q, options=None) if cfg.agent.open_ended else q for q in todo]
-    items = ray.data.from_items([{"id": q.id, "question": json.dumps(q.to_dict())} for q in shipped])
+    items = ray.data.from_items(worker_rows(todo, open_ended=cfg.agent.open_ended))
     ds = items.map_batches(
         AgentWorker,
         fn_constructor_kwargs={

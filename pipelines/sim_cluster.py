@@ -9,7 +9,9 @@ http://127.0.0.1:<dashboard_port>`` submits jobs to it as to a real cluster.
 A node whose raylet dies (``kill -9`` of the pid in the state file: a lost machine) is replaced after
 ``replace_delay_s`` by a fresh node of the same group, as KubeRay replaces a lost worker pod; 0 leaves it
 gone. The state file (``state_file``) names each node's pid, node id and metrics port, and is rewritten on
-every change.
+every change. Every port is fixed by the config and checked free before a node starts: nodes on one machine
+share its port space, and a dashboard agent that cannot bind its port runs on without HTTP, which leaves the
+job server unable to run any job.
 
 Nodes are ``ray.cluster_utils.Cluster`` nodes rather than ``ray start`` processes: ``ray start`` rewrites
 127.0.0.1 to the machine's network address, and refuses to join a head that listens on loopback only.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -75,9 +78,59 @@ def _node_args(node: SimNodeConfig, temp_dir: str | None) -> dict[str, Any]:
     }
     if node.metrics_export_port:
         args["metrics_export_port"] = node.metrics_export_port
+    if node.dashboard_agent_port:
+        args["dashboard_agent_listen_port"] = node.dashboard_agent_port
     if temp_dir:
         args["temp_dir"] = temp_dir
     return args
+
+
+def _node_ports(node: SimNodeConfig) -> dict[str, int]:
+    ports = {"metrics": node.metrics_export_port, "dashboard agent": node.dashboard_agent_port}
+    return {f"{node.name}'s {what}": port for what, port in ports.items() if port}
+
+
+def cluster_ports(cluster: ClusterConfig) -> dict[str, int]:
+    """Every fixed port the simulated cluster binds on 127.0.0.1, by what binds it."""
+    ports = {"GCS": int(str(cluster.address).rsplit(":", 1)[1]), "Serve HTTP": cluster.http_port}
+    if cluster.dashboard_port:
+        ports["dashboard"] = cluster.dashboard_port
+    for node in cluster.sim_nodes:
+        ports.update(_node_ports(node))
+    return ports
+
+
+def _in_use(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def check_ports_free(ports: dict[str, int], wait_s: float = 0.0) -> None:
+    """Raises, naming each one, if a port is still taken after ``wait_s`` (a lost node's processes may
+    take a few seconds to let go of theirs)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        taken = {what: port for what, port in ports.items() if _in_use(port)}
+        if not taken or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if taken:
+        listed = ", ".join(f"{port} ({what})" for what, port in taken.items())
+        raise RuntimeError(
+            f"port(s) in use on 127.0.0.1: {listed}. Another Ray or simulated cluster may hold them (`ray "
+            "status`); stop it, or choose other ports in conf/cluster/sim_multi_node.yaml or on the command "
+            "line (cluster.dashboard_port=..., cluster.sim_nodes.<i>.dashboard_agent_port=...)."
+        )
 
 
 class SimCluster:
@@ -120,6 +173,7 @@ class SimCluster:
         )
         if self.cfg.dashboard_port:
             head_args["dashboard_port"] = self.cfg.dashboard_port
+        check_ports_free(cluster_ports(self.cfg))
         start = time.perf_counter()
         # The head records itself in /tmp/ray/ray_current_cluster, which every address-less ray.init on the
         # machine then joins (and still names once these nodes are gone): put back what was there.
@@ -132,10 +186,37 @@ class SimCluster:
             current.write_text(previous)
         self._register(head.name, self._cluster.head_node)
         for node in workers:
-            self._register(node.name, self._cluster.add_node(**_node_args(node, self.temp_dir)))
+            self._register(node.name, self._cluster.add_node(**_node_args(node, self.node_temp_dir(node))))
         self._cluster.wait_for_nodes()
+        for node in self.cfg.sim_nodes:
+            self._wait_agent(node)
         self.write_state()
         log.info("simulated cluster up in %.1fs:\n%s", time.perf_counter() - start, self.describe())
+
+    def node_temp_dir(self, spec: SimNodeConfig) -> str | None:
+        """The head's session root is ``temp_dir`` (Ray's default when unset); every other node gets its own
+        beneath it, as each machine of a real cluster has its own disk. Shared, one node's runtime-env agent
+        re-extracts a job's working_dir (``overwrite=True``) while another node's driver imports from it."""
+        if spec.name == self.cfg.sim_nodes[0].name:
+            return self.temp_dir
+        from ray._common.utils import get_default_ray_temp_dir
+
+        return os.path.join(self.temp_dir or get_default_ray_temp_dir(), f"node-{spec.name}")
+
+    def _wait_agent(self, spec: SimNodeConfig, timeout_s: float = 60.0) -> None:
+        """Waits for the node's dashboard agent to serve HTTP: without the head's, the job server answers
+        every submission with "No available agent"."""
+        if not spec.dashboard_agent_port:
+            return
+        deadline = time.monotonic() + timeout_s
+        while not _listening(spec.dashboard_agent_port):
+            if time.monotonic() > deadline:
+                logs = Path(self.nodes[spec.name].get_session_dir_path()) / "logs"
+                raise RuntimeError(
+                    f"the {spec.name} node's dashboard agent is not listening on port "
+                    f"{spec.dashboard_agent_port} after {timeout_s:g}s; see {logs}/dashboard_agent*.log"
+                )
+            time.sleep(0.5)
 
     def _register(self, name: str, node: Any) -> None:
         self.nodes[name] = node
@@ -156,6 +237,7 @@ class SimCluster:
                 "node_id": node.node_id if node is not None else None,
                 "raylet_pid": self.raylet_pids.get(spec.name),
                 "metrics_export_port": spec.metrics_export_port,
+                "dashboard_agent_port": spec.dashboard_agent_port,
                 "restarts": self.restarts[spec.name],
                 "spec": asdict(spec),
             }
@@ -207,9 +289,11 @@ class SimCluster:
                     self.write_state()
             for name, since in list(self.lost.items()):
                 if replace_delay_s > 0 and now - since >= replace_delay_s:
-                    self._register(
-                        name, self._cluster.add_node(**_node_args(self._spec(name), self.temp_dir))
-                    )
+                    spec = self._spec(name)
+                    check_ports_free(_node_ports(spec), wait_s=30.0)
+                    args = _node_args(spec, self.node_temp_dir(spec))
+                    self._register(name, self._cluster.add_node(**args))
+                    self._wait_agent(spec)
                     self.restarts[name] += 1
                     del self.lost[name]
                     self.write_state()

@@ -87,6 +87,9 @@ class SimNodeConfig:
         memory_gb: Ray's logical ``memory`` resource of the node (what a task asking for memory reserves).
         object_store_mb: Shared-memory object store of the node.
         metrics_export_port: The node's Prometheus endpoint (``/metrics``).
+        dashboard_agent_port: The node's dashboard agent HTTP port. The head's serves the job API behind
+            ``pipelines.submit``. Nodes on one machine need ports of their own: Ray's default (52365) belongs
+            to whichever Ray on the machine took it first, and an agent that cannot bind it runs without HTTP.
     """
 
     name: str = "node"
@@ -96,6 +99,7 @@ class SimNodeConfig:
     memory_gb: float = 4.0
     object_store_mb: int = 256
     metrics_export_port: int | None = None
+    dashboard_agent_port: int | None = None
 
 
 @dataclass

@@ -130,3 +130,19 @@ def test_scoring_groups_compose_into_open_scoring(group: str) -> None:
         assert cfg.bertscore_num_layers == 40 and cfg.embedder_kwargs["trust_remote_code"] is True
     else:
         assert cfg.device == "cpu" and cfg.bertscore_num_layers == 8
+
+
+def test_an_open_ended_run_ships_no_options_and_no_gold_to_its_workers() -> None:
+    import json
+
+    from medagent.types import Question
+    from pipelines.run_benchmark import worker_rows
+
+    q = Question(id="q1", text="A 30-year-old ...", options={"A": "x", "B": "y"}, benchmark="medqa")
+    open_rows = worker_rows([q], open_ended=True)
+    assert [json.loads(r["question"])["options"] for r in open_rows] == [None]
+    mc = json.loads(worker_rows([q], open_ended=False)[0]["question"])
+    assert mc["options"] == {"A": "x", "B": "y"}
+    for row in (open_rows[0], {"question": json.dumps(mc)}):
+        shipped = json.loads(row["question"])
+        assert set(shipped) == {"id", "text", "options", "benchmark", "metadata"}  # a Question: no gold field

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import threading
 from dataclasses import asdict
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from omegaconf import OmegaConf
 
 from medagent.config import ClusterConfig, RunConfig, SimNodeConfig
 from pipelines.common import register_configs
-from pipelines.sim_cluster import SimCluster, _node_args
+from pipelines.sim_cluster import SimCluster, _node_args, check_ports_free, cluster_ports
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 # Keys that decide where work goes and how much of a node it takes: the simulation must not change them.
@@ -56,8 +58,10 @@ def test_nodes_are_the_real_groups(sim: ClusterConfig) -> None:
     assert set(sim.llm_resources) <= set(_node(sim, "llm").resources)
     assert set(sim.retrieval_resources) <= set(_node(sim, "retrieval").resources)
     assert _node(sim, "llm").num_gpus == 4 and _node(sim, "retrieval").num_gpus == 1  # llm-gpu, retrieval-gpu
-    ports = [n.metrics_export_port for n in sim.sim_nodes]
-    assert None not in ports and len(set(ports)) == len(ports)  # one machine: one port each
+    ports = list(cluster_ports(sim).values())
+    assert len(ports) == 3 + 2 * len(sim.sim_nodes)  # GCS, dashboard, Serve, and per node metrics and agent
+    assert len(set(ports)) == len(ports)  # one machine: one port each
+    assert 52365 not in ports  # Ray's default agent port: whichever Ray on the machine started first has it
 
 
 def test_pinned_work_fits_its_node(sim: ClusterConfig) -> None:
@@ -81,15 +85,40 @@ def test_loopback_and_token(sim: ClusterConfig) -> None:
 
 def test_node_args() -> None:
     node = SimNodeConfig(name="llm", num_cpus=2, num_gpus=4, resources={"llm_node": 1}, memory_gb=2,
-                         object_store_mb=100, metrics_export_port=18101)  # fmt: skip
+                         object_store_mb=100, metrics_export_port=18101, dashboard_agent_port=18111)  # fmt: skip
     args = _node_args(node, "/tmp/x")
     assert args == {
         "node_name": "llm", "num_cpus": 2, "num_gpus": 4, "resources": {"llm_node": 1},
         "memory": 2 * 1024**3, "object_store_memory": 100 * 1024**2, "metrics_export_port": 18101,
-        "temp_dir": "/tmp/x",
+        "dashboard_agent_listen_port": 18111, "temp_dir": "/tmp/x",
     }  # fmt: skip
 
 
 def test_refuses_a_cluster_without_nodes(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sim_nodes"):
         SimCluster(ClusterConfig(address="127.0.0.1:6390"), tmp_path / "s.json")
+
+
+def test_a_taken_port_is_named_before_anything_starts() -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        with pytest.raises(RuntimeError, match=rf"{port} \(head's dashboard agent\)"):
+            check_ports_free({"head's dashboard agent": port})
+    check_ports_free({"head's dashboard agent": port})  # released: no error
+
+
+def test_a_lost_nodes_port_is_waited_for_until_it_is_released() -> None:
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    port = held.getsockname()[1]
+    threading.Timer(1.0, held.close).start()
+    check_ports_free({"llm's metrics": port}, wait_s=20)
+
+
+def test_each_worker_node_has_its_own_session_root(sim: ClusterConfig, tmp_path: Path) -> None:
+    launcher = SimCluster(sim, tmp_path / "s.json", temp_dir="/tmp/r")
+    roots = [launcher.node_temp_dir(n) for n in sim.sim_nodes]
+    assert roots[0] == "/tmp/r"  # the head: the session the `ray` CLI and the dashboard read
+    assert roots[1:] == [f"/tmp/r/node-{n.name}" for n in sim.sim_nodes[1:]]
+    assert SimCluster(sim, tmp_path / "s.json").node_temp_dir(sim.sim_nodes[0]) is None  # Ray's default
