@@ -291,8 +291,9 @@ async def _tail(client: Any, job_id: str, out: TextIO) -> None:
         out.flush()
 
 
-# The job server answers this while no node's dashboard agent is registered, e.g. just after nodes were
-# lost and replaced; it goes away once one is.
+# The job server answers this while the head's dashboard agent serves no HTTP, e.g. while it restarts. An
+# agent that never could (its port taken: pipelines/sim_cluster.py gives each node its own) keeps answering
+# it, and the last attempt's error is raised.
 _NO_AGENT = "No available agent to submit job"
 
 
