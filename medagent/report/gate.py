@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from medagent.eval import question_outcomes, score
+from medagent.eval import bootstrap_ci, question_outcomes, score
 from medagent.report.table import NA, Table, pct
 from medagent.types import INVALID, Gold, Prediction
 
@@ -139,6 +139,9 @@ def arm_record(
     m = score(preds, golds, benchmark="gate", bootstrap_samples=bootstrap_samples, seed=seed)
     outcomes = question_outcomes(preds, golds)
     common = [i for i in outcomes if i in baseline]
+    # Paired on the same questions: the mean of (this arm - standalone) per question, resampling questions.
+    diffs = [float(outcomes[i] - baseline[i]) for i in common]
+    delta_ci = bootstrap_ci(diffs, bootstrap_samples, seed) if diffs else (None, None)
     tools_share = None
     if name == "gated" and threshold is not None:
         answered = {p.id for p in preds}
@@ -154,6 +157,9 @@ def arm_record(
         "invalid_rate": m.invalid_rate,
         "missing": m.missing,
         "tools_share": tools_share,
+        "delta": _mean(diffs),
+        "delta_ci95_lo": delta_ci[0],
+        "delta_ci95_hi": delta_ci[1],
         "right_to_wrong": sum(baseline[i] == 1 and outcomes[i] == 0 for i in common),
         "wrong_to_right": sum(baseline[i] == 0 and outcomes[i] == 1 for i in common),
         "llm_calls": _mean([float(p.usage.get("llm_calls", 0)) for p in preds]),
@@ -199,14 +205,20 @@ def _f(x: float | None, digits: int = 1) -> str:
     return NA if x is None else f"{x:.{digits}f}"
 
 
+def _delta(x: Mapping[str, Any]) -> str:
+    if x["arm"] == "standalone" or x["delta"] is None:
+        return NA
+    return f"{100 * x['delta']:+.1f} [{100 * x['delta_ci95_lo']:+.1f}, {100 * x['delta_ci95_hi']:+.1f}]"
+
+
 def sweep_table(
     runs: Sequence[Any], thresholds: Sequence[float], bootstrap_samples: int = 1000, seed: int = 0
 ) -> tuple[Table, Table]:
     """The report's gate tables over its ``gated`` runs (``medagent.report.loader.Run``): the arms at
     ``thresholds`` (markdown + CSV) and the Pareto curve at every distinct confidence (CSV, and the figure)."""
     t = Table("gate_sweep", "Confidence gate: standalone, full, and gated at each threshold (one run)")
-    t.columns = ["run", "arm", "threshold", "n", "accuracy", "95% CI", "to tools %", "right→wrong",
-                 "wrong→right", "LLM calls/q", "tokens/q", "wall s/q"]  # fmt: skip
+    t.columns = ["run", "arm", "threshold", "n", "accuracy", "95% CI", "Δ vs standalone [paired 95% CI]",
+                 "to tools %", "right→wrong", "wrong→right", "LLM calls/q", "tokens/q", "wall s/q"]  # fmt: skip
     curve = Table("gate_curve", "Confidence gate: every operating point (Pareto curve)")
     gated = [r for r in runs if r.key.mode == "gated" and not r.key.open_ended and r.golds]
     for r in gated:
@@ -224,7 +236,8 @@ def sweep_table(
             )
             t.cells.append([
                 label, x["arm"], NA if x["threshold"] is None else f"{x['threshold']:g}", str(x["n"]),
-                pct(x["accuracy"]), f"[{pct(x['ci95_lo'])}, {pct(x['ci95_hi'])}]", pct(x["tools_share"], 0),
+                pct(x["accuracy"]), f"[{pct(x['ci95_lo'])}, {pct(x['ci95_hi'])}]", _delta(x),
+                pct(x["tools_share"], 0),
                 str(x["right_to_wrong"]), str(x["wrong_to_right"]), _f(x["llm_calls"], 2), _f(x["tokens"], 0),
                 _f(x["wall_s"], 1),
             ])  # fmt: skip

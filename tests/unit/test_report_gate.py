@@ -60,6 +60,10 @@ def test_every_arm_is_derived_from_one_run() -> None:
     # Above every confidence: the tools answer everything, at first + tools cost.
     assert rows[("gated", 1.01)]["accuracy"] == 0.75 and rows[("gated", 1.01)]["llm_calls"] == 11
     assert all(r["ci95_lo"] <= r["accuracy"] <= r["ci95_hi"] for r in rows.values())
+    # Paired on the same questions: full - standalone = (+1 q2, +1 q3, -1 q4) / 4.
+    full = rows[("full", None)]
+    assert full["delta"] == pytest.approx(0.25) and full["delta_ci95_lo"] <= 0.25 <= full["delta_ci95_hi"]
+    assert rows[("gated", 0.0)]["delta"] == 0.0 and rows[("gated", 0.0)]["delta_ci95_hi"] == 0.0
 
 
 def test_curve_adds_every_distinct_confidence() -> None:
