@@ -40,7 +40,7 @@ class GateConfig:
             (accuracy, flips, cost) from this one run (``medagent.report.gate``).
     """
 
-    threshold: float = 0.4
+    threshold: float = 0.3
     confidence: str = "auto"
     top_logprobs: int = 20
     samples: int = 5
