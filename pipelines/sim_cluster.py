@@ -101,7 +101,10 @@ def cluster_ports(cluster: ClusterConfig) -> dict[str, int]:
 
 
 def _in_use(port: int) -> bool:
+    """Whether a socket listens on the port. SO_REUSEADDR, as the servers binding it set: a lost node's
+    closed connections linger in TIME_WAIT for a minute and must not count as taken."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:

@@ -102,6 +102,7 @@ def test_refuses_a_cluster_without_nodes(tmp_path: Path) -> None:
 def test_a_taken_port_is_named_before_anything_starts() -> None:
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
+        held.listen()
         port = held.getsockname()[1]
         with pytest.raises(RuntimeError, match=rf"{port} \(head's dashboard agent\)"):
             check_ports_free({"head's dashboard agent": port})
@@ -122,3 +123,17 @@ def test_each_worker_node_has_its_own_session_root(sim: ClusterConfig, tmp_path:
     assert roots[0] == "/tmp/r"  # the head: the session the `ray` CLI and the dashboard read
     assert roots[1:] == [f"/tmp/r/node-{n.name}" for n in sim.sim_nodes[1:]]
     assert SimCluster(sim, tmp_path / "s.json").node_temp_dir(sim.sim_nodes[0]) is None  # Ray's default
+
+
+def test_connections_a_lost_node_left_in_time_wait_do_not_hold_its_port() -> None:
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+    conn.close()  # the server side closes first: its end of the connection waits in TIME_WAIT
+    client.close()
+    server.close()
+    check_ports_free({"llm's dashboard agent": port})
