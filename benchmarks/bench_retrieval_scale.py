@@ -329,7 +329,7 @@ def main() -> None:
     )
     print(
         f"RSS per chunk: {b['VmRSS']:.1f} B total = {b['RssAnon']:.1f} anonymous + {b['RssFile']:.1f} file-backed "
-        f"(mapped store/vectors pages) (target <= 300)"
+        f"(pages of the store, id index and vectors mapped into the process) (target <= 300)"
     )
     print(
         f"lookup of 32 documents by id: p50 {new['lookup_p50_ms']:.2f} ms (target <= 5); by row {new['lookup_by_row_p50_ms']:.2f} ms"

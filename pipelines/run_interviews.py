@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,10 @@ from medagent.history.evaluate import (
     disease_canonical,
     physician_diagnoses,
 )
+from medagent.history.fidelity import FidelityScorer, add_lexical_fidelity
 from medagent.history.information import split_record
 from medagent.history.paired import paired_table, pairs_csv_rows
+from medagent.history.reference import extract_reference, visible_turns
 from medagent.history.repeats import TopicRepeats
 from medagent.history.report import (
     RunRecords,
@@ -49,7 +51,7 @@ from medagent.history.report import (
     write_report,
     write_rows,
 )
-from medagent.history.session import arm_name
+from medagent.history.session import arm_name, closing_rule
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.run import RunDir, build_manifest, check_resume
@@ -232,8 +234,14 @@ def report(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) -> 
         add_bertscore(other.records, scorer)
     runs = [run, *compared]
     repeats = TopicRepeats.from_data_root(cfg.data_root)
+    fidelity = FidelityScorer.from_data_root(cfg.data_root)
+    rule = closing_rule(cfg.eval)
+    sources = {  # what the simulator was grounded in: the visible turns
+        iv.id: replace(iv, turns=visible_turns(iv, extract_reference(iv, rule))) for iv in interviews
+    }
     for r in runs:  # a second opinion on repeated questions, sharing nothing with the blocking control
         add_lexical_repeats(r.records, r.rows, repeats)
+        add_lexical_fidelity(r.records, r.rows, sources, fidelity)
     if cfg.interviews.source != "meditod":  # MediTOD rows were scored against the annotated gold
         gold = physician_diagnoses(interviews, cfg.data_root)
         canonical = disease_canonical(cfg.data_root)

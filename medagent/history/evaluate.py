@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from medagent.config import InterviewEvalConfig
+from medagent.history import fidelity
 from medagent.history.agent import InterviewResult
 from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list, string
 from medagent.history.redundancy import TextEmbedder, redundant_share
@@ -247,6 +248,7 @@ class InterviewRecord:
     n_judged: int = 0
     error: str | None = None
     repeat_rate_lexical: float | None = None
+    fidelity_lexical: dict[str, int] | None = None  # medagent.history.fidelity's counts
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -346,4 +348,4 @@ def aggregate(records: Sequence[InterviewRecord]) -> dict[str, Any]:
         "differential_n": sum(r.differential_hit is not None for r in ok),
         "fidelity": fid,
         "fidelity_n": total,
-    }
+    } | fidelity.summarise(r.fidelity_lexical for r in ok)

@@ -57,6 +57,8 @@ TABLE_METRICS = (
     ("repeats (lexical)", "repeat_rate_lexical", 3),
     ("red-flag recall", "red_flag_recall", 3),
     ("differential hit", "differential_hit_rate", 3),  # MediTOD gold, else the physician's lexicon diagnoses
+    ("simulator polarity agrees", "sim_polarity_agreement", 3),  # medagent.history.fidelity (lexicon)
+    ("simulator discloses", "sim_disclosure_rate", 3),
     ("invalid", "invalid_rate", 3),
     ("s / interview", "seconds_mean", 0),
 )

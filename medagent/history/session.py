@@ -1,7 +1,8 @@
 """One evaluated interview, start to finish: what an ``InterviewWorker`` actor calls per row.
 
 reference (physician's closing statement) -> simulator grounded in the visible turns -> agent run ->
-fidelity judge over the simulator's answers -> reference red flags from the full transcript -> record.
+fidelity judge over the simulator's answers -> reference red flags from the full transcript (amq only) ->
+record.
 BERTScore is not computed here: it runs once over all records (``evaluate.add_bertscore``) so the scorer
 model loads once per run, not per actor.
 
@@ -116,9 +117,16 @@ async def evaluate_interview(
     eval_log = CallLog()
     labels: list[str] = []
     if cfg.judge_fidelity and simulator.log:
-        labels = await FidelityJudge(llm, cfg, json_schema=json_schema).judge_all(simulator.log, eval_log)
-    reference_flags = await RedFlagExtractor(llm, agent.cfg.red_flags, cfg, json_schema=json_schema).extract(
-        interview, eval_log
+        judge = FidelityJudge(llm, cfg, json_schema=json_schema, source=seen, embedder=embedder)
+        labels = await judge.judge_all(simulator.log, eval_log)
+    # Red-flag recall is an amq metric (the single-shot baseline tracks no red flags): the reference's
+    # extraction over the whole transcript is half of a single-shot interview's model time, spent on nothing.
+    reference_flags = (
+        await RedFlagExtractor(llm, agent.cfg.red_flags, cfg, json_schema=json_schema).extract(
+            interview, eval_log
+        )
+        if isinstance(agent, HistoryTakingAgent)
+        else None
     )
     record = interview_record(
         interview,

@@ -8,10 +8,12 @@ presenting complaint) and the k exchanges most similar to the question by embedd
 the whole interview (cut at ``max_transcript_chars``). The last few simulated exchanges go with each
 request so answers stay consistent. Every answer is logged with the context it was given.
 
-**Fidelity.** An LLM judge labels each logged answer against that context as ``supported`` (every stated
+**Fidelity.** An LLM judge labels each logged answer against the source lines relevant to the question and
+the answer (picked afresh, not the simulator's context) as ``supported`` (every stated
 fact is in the source, or it says it does not know and the source is silent), ``contradicts`` (a stated
 fact disagrees with the source) or ``beyond_source`` (it states facts the source does not contain);
-an unusable judge reply is ``invalid``. The report gives each label's share.
+an unusable judge reply is ``invalid``. The report gives each label's share. ``medagent.history.fidelity``
+measures the same without a model, finding by finding (polarity, disclosure).
 """
 
 from __future__ import annotations
@@ -116,12 +118,39 @@ def parse_label(obj: dict[str, Any]) -> str:
 
 
 class FidelityJudge:
-    """Labels simulator answers against their source context (module docstring)."""
+    """Labels simulator answers against the source (module docstring).
 
-    def __init__(self, llm: ChatModel, cfg: InterviewEvalConfig, *, json_schema: bool = True) -> None:
+    Args:
+        source: The visible turns of the source interview. Given (with ``embedder``), the judge reads the
+            presenting complaint plus the ``simulator_exchanges`` exchanges most similar to the question
+            *and the answer*, picked afresh: what the answer claims is checked against the lines that
+            speak to it, even where the simulator was shown other ones. Without it, the simulator's own
+            context is used.
+    """
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        cfg: InterviewEvalConfig,
+        *,
+        json_schema: bool = True,
+        source: Sequence[Turn] = (),
+        embedder: TextEmbedder | None = None,
+    ) -> None:
         self.llm = llm
         self.cfg = cfg
         self.json_schema = json_schema
+        self._source = (
+            PatientSimulator(llm, source, cfg, embedder)
+            if source and (embedder is not None or cfg.simulator_exchanges is None)
+            else None
+        )
+
+    def context_for(self, exchange: SimulatedExchange) -> str:
+        """The source lines the judge reads for one exchange."""
+        if self._source is None:
+            return exchange.context
+        return self._source.context_for(f"{exchange.question} {exchange.answer}")
 
     async def judge(self, exchange: SimulatedExchange, log: CallLog) -> str:
         """``supported``, ``contradicts``, ``beyond_source`` or ``invalid``."""
@@ -134,7 +163,7 @@ class FidelityJudge:
         label, _ = await ask_json(
             self.llm,
             load_prompt("history_fidelity").render(
-                source=exchange.context, question=exchange.question, answer=exchange.answer
+                source=self.context_for(exchange), question=exchange.question, answer=exchange.answer
             ),
             parse_label,
             tag="fidelity judge",

@@ -24,7 +24,8 @@ import numpy as np
 
 from medagent.retrieval.config import IndexConfig
 from medagent.retrieval.layout import read_shard, replace_dir
-from medagent.retrieval.store import load_npy_random_access, take_ids
+from medagent.retrieval.pread import NpyRows
+from medagent.retrieval.store import take_ids
 
 log = logging.getLogger(__name__)
 
@@ -209,11 +210,11 @@ class DenseIndex:
         ids: Chunk ids in vector order: a list, or the text store's ``StoreIds`` (read from disk on
             demand, so a replica holds no Python string per chunk).
         metric: ``l2`` or ``ip``.
-        vectors: Memory-mapped full vectors (``refine_factor`` > 0), else ``None``.
+        vectors: The full vectors, read from disk by row (``refine_factor`` > 0), else ``None``.
         refine_factor: Candidates per result re-ranked exactly (0 = off).
     """
 
-    def __init__(self, index: Any, ids: Sequence[str], metric: str, vectors: np.ndarray | None = None,
+    def __init__(self, index: Any, ids: Sequence[str], metric: str, vectors: np.ndarray | NpyRows | None = None,
                  refine_factor: int = 0) -> None:  # fmt: skip
         if index.ntotal != len(ids):
             raise ValueError(f"index holds {index.ntotal} vectors but {len(ids)} ids")
@@ -233,8 +234,9 @@ class DenseIndex:
         if "ef_search" in params:
             index.hnsw.efSearch = int(params["ef_search"])
         index, _ = _to_gpus(index, kind, use_gpu)
-        # Refinement reads scattered vectors: read-around off, so only the rows read become resident.
-        vectors = load_npy_random_access(vectors_path) if vectors_path and refine_factor > 0 else None
+        # Refinement reads scattered vectors with pread: mapped, they would grow the replica's RSS towards
+        # the file's size (medagent.retrieval.pread).
+        vectors = NpyRows(vectors_path) if vectors_path and refine_factor > 0 else None
         return cls(index, ids, metric, vectors, refine_factor)
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
@@ -248,8 +250,7 @@ class DenseIndex:
         for qi in range(len(queries)):
             cand = idx[qi][idx[qi] >= 0]
             if self.vectors is not None and len(cand):
-                order = np.argsort(cand)  # sorted reads are kinder to a memory-mapped file
-                vecs = np.asarray(self.vectors[cand[order]])[np.argsort(order)]
+                vecs = np.asarray(self.vectors[cand])
                 if self.metric == "l2":
                     scores = -((vecs - queries[qi]) ** 2).sum(axis=1)
                 else:

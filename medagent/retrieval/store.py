@@ -1,9 +1,10 @@
-"""The text store of one source, on disk: chunks and parents in an Arrow IPC file read through a memory
-map, found by id through a sorted array of 64-bit id hashes.
+"""The text store of one source, on disk: chunks and parents in an Arrow IPC file read with ``pread``,
+found by id through a sorted array of 64-bit id hashes.
 
 A retriever replica must not hold PubMed's text in RAM (23.9M snippets). Here the text stays in the page
-cache: opening a store maps the file and reads its footer, and a lookup touches only the pages of the rows
-it returns. The id -> row index is two memory-mapped numpy arrays, ``keys`` (blake2b-64 of each id, sorted)
+cache: opening a store locates each record batch's buffers (the footer and batch headers), and a lookup
+reads only the bytes of the rows it returns, without mapping the file (``medagent.retrieval.pread`` says
+why a map would not do). The id -> row index is two memory-mapped numpy arrays, ``keys`` (blake2b-64 of each id, sorted)
 and ``rows`` (the row of each key), 12 bytes per row on disk instead of a Python dict of strings
 (~150 bytes per id in RAM). Hash collisions are harmless: every candidate row's id is compared with the
 requested one.
@@ -32,6 +33,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from medagent.retrieval.pread import ArrowStrings
+
 STORE_COLUMNS = ("id", "doc_id", "parent_id", "title", "content", "source")
 SCHEMA = pa.schema(
     [(c, pa.string()) for c in STORE_COLUMNS],
@@ -49,22 +52,13 @@ def id_hashes(ids: Iterable[str]) -> np.ndarray:
     return np.frombuffer(raw, dtype="<u8").astype(np.uint64, copy=False)
 
 
-def random_access_map(path: Path) -> mmap.mmap:
-    """A read-only map of ``path`` with the kernel's read-ahead turned off (``MADV_RANDOM``).
-
-    Lookups touch scattered rows, so reading ahead only costs I/O. It barely changes what becomes resident:
-    on Linux 6.18 (ext4, large page-cache folios) each scattered touch still maps ~270 KB of clean,
-    reclaimable page cache into the process (``bench_retrieval_scale``: RssFile 792 -> 745 B/chunk).
-    """
-    with open(path, "rb") as fh:
-        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    if hasattr(mmap, "MADV_RANDOM"):  # Linux and macOS; elsewhere the default read-ahead stays
-        mapped.madvise(mmap.MADV_RANDOM)
-    return mapped
-
-
 def load_npy_random_access(path: Path) -> np.ndarray:
-    """A ``.npy`` file memory-mapped read-only, with read-around off (see ``random_access_map``)."""
+    """A ``.npy`` file memory-mapped read-only, with read-ahead off (``MADV_RANDOM``).
+
+    For the id index only (``keys``, ``rows``: 12 bytes per row): binary searches touch a few pages per
+    lookup, and even when every page has become resident it is 12 B/row. Text and vectors are read with
+    ``pread`` instead (``medagent.retrieval.pread``), since mapping them would let RSS grow to their size.
+    """
     array = np.load(path, mmap_mode="r")
     raw = getattr(array, "_mmap", None)  # numpy.memmap keeps its mmap here
     if raw is not None and hasattr(mmap, "MADV_RANDOM"):
@@ -146,7 +140,7 @@ class StoredRow:
 
 
 class TextStore:
-    """A source's chunks and parents, memory-mapped; nothing but the batch offsets is read at open.
+    """A source's chunks and parents on disk; opening reads the batch layout, lookups read their rows.
 
     Args:
         stem: ``index/<source>.store`` (see the module docstring).
@@ -161,12 +155,10 @@ class TextStore:
             raise FileNotFoundError(f"text store files missing: {missing}")
         arrow, keys_path, rows_path, meta_path = store_files(stem)
         self.path = arrow
-        self._map = random_access_map(arrow)
-        reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(self._map)))
-        # Batches reference the mapped file (uncompressed IPC is zero-copy): no page is read until used.
-        self._batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
-        sizes = np.array([b.num_rows for b in self._batches], dtype=np.int64)
-        self._starts = np.concatenate([[0], np.cumsum(sizes)])
+        # Text is read with pread, never mapped (medagent.retrieval.pread says why): a lookup copies its rows'
+        # bytes and leaves the pages in the page cache, outside the replica's RSS.
+        self._text = ArrowStrings(arrow, STORE_COLUMNS)
+        self._starts = np.concatenate([[0], np.cumsum(self._text.batch_rows)])
         self.keys: np.ndarray = load_npy_random_access(keys_path)
         self.rows: np.ndarray = load_npy_random_access(rows_path)
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -181,32 +173,29 @@ class TextStore:
     # Rows -> values ------------------------------------------------------------------------------------
     def column(self, name: str, rows: Sequence[int] | np.ndarray) -> list[Any]:
         """Values of one column at ``rows`` (in that order)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        if len(rows) and (rows.min() < 0 or rows.max() >= self.n_rows):
-            raise IndexError(f"{self.path}: row out of range 0..{self.n_rows - 1}")
-        out: list[Any] = [None] * len(rows)
-        batch_of = np.searchsorted(self._starts, rows, side="right") - 1
-        for b in np.unique(batch_of):
-            where = np.flatnonzero(batch_of == b)
-            local = pa.array(rows[where] - self._starts[b])
-            values = self._batches[int(b)].column(name).take(local).to_pylist()
-            for i, v in zip(where, values, strict=True):
-                out[int(i)] = v
-        return out
+        return self._columns((name,), rows)[0]
 
     def read(self, rows: Sequence[int] | np.ndarray) -> list[StoredRow]:
-        """Whole rows, in order: one ``take`` per record batch touched, all columns at once."""
+        """Whole rows, in order."""
+        values = self._columns(STORE_COLUMNS, rows)
+        return [StoredRow(*row) for row in zip(*values, strict=True)]
+
+    def _columns(self, names: Sequence[str], rows: Sequence[int] | np.ndarray) -> list[list[Any]]:
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) and (rows.min() < 0 or rows.max() >= self.n_rows):
             raise IndexError(f"{self.path}: row out of range 0..{self.n_rows - 1}")
-        out: list[StoredRow | None] = [None] * len(rows)
-        batch_of = np.searchsorted(self._starts, rows, side="right") - 1
+        out: list[list[Any]] = [[None] * len(rows) for _ in names]
+        order = np.argsort(rows, kind="stable")  # each batch's rows ascending: nearby ones are read as a run
+        ordered = rows[order]
+        batch_of = np.searchsorted(self._starts, ordered, side="right") - 1
         for b in np.unique(batch_of):
             where = np.flatnonzero(batch_of == b)
-            records = self._batches[int(b)].take(pa.array(rows[where] - self._starts[b])).to_pylist()
-            for i, r in zip(where, records, strict=True):
-                out[int(i)] = StoredRow(**r)
-        return [r for r in out if r is not None]
+            local = ordered[where] - self._starts[b]
+            targets = order[where].tolist()
+            for column, name in zip(out, names, strict=True):
+                for i, v in zip(targets, self._text.values(int(b), name, local), strict=True):
+                    column[i] = v
+        return out
 
     # Ids -> rows ---------------------------------------------------------------------------------------
     def find(self, ids: Sequence[str]) -> np.ndarray:

@@ -21,7 +21,12 @@ from medagent.history.evaluate import (
 )
 from medagent.history.llmio import CallLog
 from medagent.history.reference import extract_reference, visible_turns
-from medagent.history.simulator import DONT_KNOW, FidelityJudge, fidelity_shares
+from medagent.history.simulator import (
+    DONT_KNOW,
+    FidelityJudge,
+    SimulatedExchange,
+    fidelity_shares,
+)
 from medagent.interview.transcripts import parse_transcript
 from tests.fakes import ScriptedChatModel, completion
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
@@ -119,6 +124,20 @@ def test_fidelity_judge_labels_and_shares() -> None:
         "supported": 0.5, "contradicts": 0.25, "beyond_source": 0.0, "invalid": 0.25,
     }  # fmt: skip
     assert fidelity_shares([]) == {}
+
+
+def test_fidelity_judge_reads_the_lines_relevant_to_the_answer_not_the_simulators() -> None:
+    cfg = InterviewEvalConfig(simulator_exchanges=1)
+    seen = visible_turns(IV, extract_reference(IV))
+    # The simulator was shown the fever exchange but answered about smoking: the judge must see the
+    # smoking exchange to find the answer contradicting it.
+    exchange = SimulatedExchange(
+        "Any fever?", "I never smoke.", context="D: Any fever?\nP: Yes, 38.5 since Monday."
+    )
+    judge = FidelityJudge(ScriptedChatModel([]), cfg, source=seen, embedder=BagOfWordsEmbedder())
+    context = judge.context_for(exchange)
+    assert "Half a pack a day" in context and "dry cough" in context  # + the presenting complaint
+    assert FidelityJudge(ScriptedChatModel([]), cfg).context_for(exchange) == exchange.context
 
 
 def test_fidelity_judge_invalid_after_retries() -> None:
@@ -241,13 +260,15 @@ def test_evaluate_interview_row(mode: str) -> None:
     json.dumps(row)
     rec = row["record"]
     assert rec["reference_usable"] and rec["rouge_l"] is not None and rec["differential_hit"] is True
-    assert rec["red_flags_reference"] == ["haemoptysis"]
     if mode == "amq":
+        assert rec["red_flags_reference"] == ["haemoptysis"]
         assert rec["n_turns"] == 3 and rec["fidelity"]["supported"] == 1.0 and len(row["simulator"]) == 3
         assert rec["red_flag_recall"] in (0.0, 1.0)
     else:
         # The baseline (context=opening) asked the simulated patient the opening question, nothing more.
         assert rec["n_turns"] == 1 and len(row["simulator"]) == 1 and rec["red_flag_recall"] is None
+        # Recall is not scored here, so the reference flags are not extracted (no "red flags" call).
+        assert rec["red_flags_reference"] is None and "red flags" not in row["eval_usage"]["by_tag"]
         # It never read the physician's closing statement.
         assert not any("antibiotics" in json.dumps(r) for r in agent.llm.requests)  # type: ignore[union-attr]
     skipped = asyncio.run(

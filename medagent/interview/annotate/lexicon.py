@@ -297,6 +297,11 @@ class LexiconAnnotator:
             target.extend(c for c in m.canonicals if c not in target)
         return plain, negated, bool(_WH_START.match(last))
 
+    def asked_symptoms(self, question: str) -> list[str]:
+        """The symptoms the last question sentence of ``question`` asks about (plain or negated)."""
+        plain, negated, _ = self._asked(question)
+        return plain + [n for n in negated if n not in plain]
+
     def answer_findings(self, answer: str, question: str | None) -> list[tuple[str, str]]:
         """Evidence ``(name, polarity)`` from one patient turn answering ``question`` (a symptom question)."""
         evidence = self.mentions(answer)
