@@ -8,13 +8,13 @@ What it builds (once; ``--out`` is reused when it already holds an index of the 
   * vectors: the real embeddings of those chunks, each copy plus Gaussian noise (sigma ``--noise`` per
     dimension) and re-normalized, so copies are near, not equal, neighbours;
   * one source, indexed by the product's own code (``medagent.retrieval.build.build_source_index``) as
-    ``conf/index/ivfpq.yaml`` says (96-byte PQ codes, nprobe 256, refine 4 from the memory-mapped vectors),
+    ``conf/index/ivfpq.yaml`` says (96-byte PQ codes, nprobe 256, refine 4 from the on-disk vectors),
     without BM25 (a bm25s index of PubMed is not what this measures).
 
 What it measures, in a fresh process that holds only what a retriever replica holds (the query encoder,
 the FAISS index, the text store):
   * RSS per chunk: (RSS after loading the index and running the lookups and searches) - (RSS with the
-    encoder loaded, before the index), split into anonymous memory and file-backed (memory-mapped) pages;
+    encoder loaded, before the index), split into anonymous memory and file-backed pages (what is mapped: the id index);
   * p50 of looking up 32 random documents by id (``Searcher.documents``) and by row (``TextStore.read``);
   * p50 of a search (query encoding + IVF-PQ + refine + the 32 documents), and of the FAISS part alone;
   * the baseline, in the same process: the previous in-RAM store (a pyarrow table of the chunk blocks plus a

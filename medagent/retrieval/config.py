@@ -118,7 +118,7 @@ class IndexConfig:
         ef_search: HNSW search beam.
         hnsw_storage: Vectors stored in the HNSW graph: ``flat``, ``sq8`` or ``pq``.
         refine_factor: When > 0, fetch ``top_k * refine_factor`` candidates and re-rank them with exact
-            distances read from ``vectors.npy`` on disk (memory-mapped, not held in RAM).
+            distances read from ``vectors.npy`` on disk (read by row with pread, not held in RAM).
         train_size: Most vectors used to train IVF/PQ (sampled with ``seed``).
         use_gpu: Build and search flat/IVF indexes on all GPUs when faiss sees any.
         bm25: Also build a BM25 index per source (needed by ``mode=bm25|hybrid``).

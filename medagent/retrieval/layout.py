@@ -10,7 +10,7 @@ out_dir/
   embeddings/<source>/shard-00000.parquet   vectors of chunk block k (written atomically)
   index/<source>.faiss | .ids.parquet | .vectors.npy | .bm25/
   index/<source>.store.arrow | .store.keys.npy | .store.rows.npy | .store.meta.json
-                                        the text store the retriever reads, memory-mapped (store.py)
+                                        the text store the retriever reads with pread (store.py)
   rejected.jsonl                        all sources' rejected records
   manifest.json                         written last: the index is complete when it exists
 ```

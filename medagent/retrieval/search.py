@@ -1,8 +1,8 @@
 """Search a built index: per-source TopK, BEIR-shaped results, document lookup.
 
 ``Searcher`` reads ``manifest.json`` of an index folder and loads each source's FAISS index, BM25 index
-and text store lazily, on first use. The text stays on disk (``medagent.retrieval.store``: memory-mapped
-Arrow, ids found through sorted hashes), so a replica's RAM is the FAISS codes plus a few bytes per chunk. ``search`` returns ``query_id -> {doc_id: score}`` (higher is
+and text store lazily, on first use. The text stays on disk (``medagent.retrieval.store``: Arrow read
+with pread, ids found through sorted hashes), so a replica's RAM is the FAISS codes plus a few bytes per chunk. ``search`` returns ``query_id -> {doc_id: score}`` (higher is
 better) holding up to ``top_k`` documents *per source*, as seed A retrieves TopK from every source before
 reranking. Modes: ``dense``, ``bm25``, ``hybrid`` (reciprocal-rank fusion of the two). With
 ``return_parents`` the indexed children are searched and their parents returned (seed B): a parent scores
@@ -107,7 +107,7 @@ class Searcher:
 
     # Loading ------------------------------------------------------------------------------------------
     def store(self, source: str) -> TextStore:
-        """The source's text store (chunks in vector order, then parents), memory-mapped."""
+        """The source's text store (chunks in vector order, then parents), read from disk."""
         if source not in self._stores:
             self._stores[source] = TextStore(self.layout.store_stem(source))
         return self._stores[source]
