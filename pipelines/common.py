@@ -48,14 +48,25 @@ def drain(
 
     done = n_failed = 0
     with tqdm(total=total, desc=desc, unit=unit, disable=not progress, file=sys.stderr) as bar:
-        for batch in batches:
-            write(batch)
-            done += len(batch)
-            n_failed += sum(failed(x) for x in batch)
-            bar.update(len(batch))
-            bar.set_postfix(errors=n_failed)
-            if done >= min_n and n_failed / done > max_error_rate:
-                raise ErrorBudgetExceeded(budget_message(n_failed, done))
+        try:
+            for batch in batches:
+                write(batch)
+                done += len(batch)
+                n_failed += sum(failed(x) for x in batch)
+                bar.update(len(batch))
+                bar.set_postfix(errors=n_failed)
+                if done >= min_n and n_failed / done > max_error_rate:
+                    raise ErrorBudgetExceeded(budget_message(n_failed, done))
+        except KeyboardInterrupt:
+            # Ctrl-C is how a long CPU run is paused: say what is kept instead of Ray Data's thread traceback.
+            # SystemExit still unwinds the callers' context managers (Ray shutdown).
+            bar.close()
+            print(
+                f"\ninterrupted: {done} of {total} {unit}s finished this run and are written; "
+                "rerun the same command to resume",
+                file=sys.stderr,
+            )
+            raise SystemExit(130) from None
     return done, n_failed
 
 
