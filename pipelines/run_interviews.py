@@ -225,10 +225,13 @@ def scoring_note(cfg: InterviewRunConfig) -> str:
 
 def report(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) -> dict[str, Any]:
     """Scores every row of the run (BERTScore once), writes CSV, metrics, figures and the report."""
-    run = _load_run(arm_name(cfg.agent), rd.root, {iv.id for iv in interviews})
+    ids = {iv.id for iv in interviews}
+    run = _load_run(arm_name(cfg.agent), rd.root, ids)
     scorer = BertScorer.from_config(cfg.eval)
     add_bertscore(run.records, scorer)
-    compared = [_load_run(Path(p).name, Path(p)) for p in cfg.compare]
+    # Compared runs are read over this run's interviews only: every row of the table is then over the same
+    # items, and their sources and physician diagnoses (built from `interviews`) cover all their rows.
+    compared = [_load_run(Path(p).name, Path(p), ids) for p in cfg.compare]
     for other in compared:  # rows keep no BERTScore: it is computed per report, with this run's scorer
         other.label = _label(other, other.label)
         add_bertscore(other.records, scorer)

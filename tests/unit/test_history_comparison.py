@@ -188,12 +188,13 @@ def test_report_writes_paired_differences_against_compared_runs(
     monkeypatch.setattr(ri.BertScorer, "from_config", classmethod(lambda cls, cfg: Scorer()))
     amq_root = _amq_run_dir(tmp_path)
     base = RunDir.create(str(tmp_path / "base"), str(tmp_path), "x")
-    rows = [_run(HistoryAgentConfig(mode="single_shot"), i)[0] for i in ("T1", "T2")]
+    # T5 is not one of this run's interviews: the compared arm is read over this run's interviews only.
+    rows = [_run(HistoryAgentConfig(mode="single_shot"), i)[0] for i in ("T1", "T2", "T5")]
     base.append_records(base.interviews, rows, key="interview_id", failed=lambda r: bool(r.get("error")))
     cfg = _compose("run_interviews", f"compare=[{base.root}]", f"data_root={data_root}")
     interviews = [parse_transcript(TEXT, i) for i in ("T1", "T2", "T3", "T4")]
     result = ri.report(cfg, RunDir(amq_root), interviews)
-    assert result["arm"] == "amq"
+    assert result["arm"] == "amq" and result["compare"]["single_shot:opening"]["n"] == 2
     paired = {p["metric"]: p for p in result["paired"]}
     assert paired["turns"]["n"] == 2 and paired["turns"]["mean_diff"] == 2  # 3 questions vs 1
     assert paired["turns"]["arm_a"] == "single_shot:opening" and paired["turns"]["arm_b"] == "amq"
