@@ -90,7 +90,7 @@ browser-deps:  ## chromium + chromium-driver for the patient page's browser test
 	fi
 
 test: setup lint typecheck browser-deps  ## the whole suite: lint, types, unit, integration (+ the browser test)
-	$(PY) -m pytest tests -q --timeout=900
+	$(PY) -m pytest tests -q --timeout=900 --durations=25
 
 bench: setup  ## Ray pipeline vs plain process, questions/s ratio
 	$(PY) benchmarks/bench_pipeline.py
