@@ -15,8 +15,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parents[1]
 
 # The last resort against a hang that pytest-timeout cannot break: its SIGALRM only fires between Python
-# bytecodes of the main thread and covers one phase, so a test blocked in C code, or a teardown that hangs
-# after a timeout, would otherwise hold CI until its global limit with nothing printed. This watchdog runs
+# bytecodes of the main thread and it arms one timer per test, so a test blocked in C code, or a teardown
+# that hangs after that timer fired, would otherwise hold CI until its global limit with nothing printed. This watchdog runs
 # in faulthandler's own C thread: past the limit it prints every thread's stack and ends the session.
 WATCHDOG_S = float(os.environ.get("MEDAGENT_TEST_WATCHDOG_S", "1800"))
 

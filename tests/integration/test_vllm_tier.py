@@ -197,7 +197,7 @@ def test_run_interviews_over_vllm(
     cfg = InterviewRunConfig(
         interviews=InterviewsConfig(name="one_res", source="fareez", prefix="RES", ids=["RES0094"]),
         agent=amq,
-        # The fidelity judge has unit tests; over the 135M model it only adds minutes to the slowest test.
+        # The fidelity judge has unit tests; over the 135M model its calls add ~20 s to the slowest test.
         eval=InterviewEvalConfig(simulator_exchanges=2, judge_fidelity=False),
         llm=VLLM,
         cluster=cluster,
