@@ -271,6 +271,19 @@ def _replicas(cluster: ClusterConfig, name: str, fixed: int) -> dict[str, Any]:
     return {"autoscaling_config": dict(auto)} if auto else {"num_replicas": fixed}
 
 
+# Serve reads these when a replica process starts; see ClusterConfig.serve_same_loop.
+SAME_LOOP_ENV = {
+    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+    "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+}
+
+
+def _same_loop(cluster: ClusterConfig) -> dict[str, Any]:
+    """``ray_actor_options`` entries that put a replica's request path on its own event loop. Ray merges a
+    replica's ``env_vars`` into the job's runtime_env (``cluster.runtime_env``) rather than replacing it."""
+    return {"runtime_env": {"env_vars": dict(SAME_LOOP_ENV)}} if cluster.serve_same_loop else {}
+
+
 def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, Any]]:
     """Options of every deployment of the serving application, by deployment name.
 
@@ -285,7 +298,7 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
         "Ingress": {
             "name": "Ingress",
             **_replicas(cluster, "Ingress", 1),
-            "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus},
+            "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus, **_same_loop(cluster)},
             "max_ongoing_requests": 256,
             # Access lines follow cluster.serve_log_level (WARNING: none). On a small node one log
             # line per request (written, tailed, shipped to the driver) was a measurable share of the
@@ -300,6 +313,7 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
                 "num_cpus": cluster.retriever_num_cpus,
                 "num_gpus": cluster.retriever_num_gpus,
                 **_retrieval_pin(cluster),
+                **_same_loop(cluster),
             },
             "max_ongoing_requests": 128,
         },
@@ -311,6 +325,7 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
                 "num_cpus": cluster.reranker_num_cpus,
                 "num_gpus": cluster.reranker_num_gpus,
                 **_retrieval_pin(cluster),
+                **_same_loop(cluster),
             },
             "max_ongoing_requests": 64,
         },

@@ -56,6 +56,7 @@ class RetrieverServer:
             "torch_threads": torch.get_num_threads(),
             "faiss_threads": faiss.omp_get_max_threads(),
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            "user_code_thread": os.environ.get("RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD", "1") != "0",
         }
 
     async def retrieve(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -111,6 +111,13 @@ def main() -> None:
         default=None,
         help="RAY_worker_niceness for the Ray workers (default: the product's ray_session)",
     )
+    parser.add_argument(
+        "--serve-same-loop",
+        type=int,
+        choices=(0, 1),
+        default=None,
+        help="cluster.serve_same_loop: the replicas' request path on their own event loop (default: the config's)",
+    )
     parser.add_argument("--in-process-threads", type=int, default=None, help="torch threads of the baseline")
     parser.add_argument("--load-test", type=int, default=1000, help="requests of the load test (0: skip)")
     args = parser.parse_args()  # fmt: skip
@@ -142,6 +149,8 @@ def main() -> None:
     cluster = ClusterConfig(num_cpus=4, http_port=port)
     if args.retriever_threads is not None:
         cluster.retriever_threads = args.retriever_threads
+    if args.serve_same_loop is not None:
+        cluster.serve_same_loop = bool(args.serve_same_loop)
     with ray_session(cluster):
         from ray import serve
 
@@ -177,7 +186,8 @@ def main() -> None:
     import torch
 
     print(f"\nindex {index_dir}, top_k={TOP_K} per source, {len(queries)} requests per level")
-    print(f"in-process: torch threads {torch.get_num_threads()}, nice {os.nice(0)}; replica: {replica}")
+    print(f"in-process: torch threads {torch.get_num_threads()}, nice {os.nice(0)}; replica: {replica}, "
+          f"serve_same_loop={cluster.serve_same_loop}")  # fmt: skip
     print(f"in-process Searcher, sequential: {qps_in:8.1f} q/s  p50 {1000 * statistics.median(lat_in):6.1f} ms  "
           f"p99 {1000 * _pct(lat_in, 0.99):6.1f} ms\n")  # fmt: skip
     print(f"{'clients':>7} {'q/s':>8} {'÷ in-proc':>10} {'p50 ms':>8} {'p99 ms':>8} {'5xx':>4}")

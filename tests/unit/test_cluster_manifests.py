@@ -363,3 +363,24 @@ def test_rayservice_runs_the_serve_pipelines_application() -> None:
     cfg = serve_app.compose_serve_config(overrides[0])
     assert cfg.llm.backend == "vllm" and cfg.index_dir and cfg.index_dir.startswith("/mnt/shared/")
     assert apps["medagent-llm"].route_prefix == LLM_ROUTE and apps["medagent"].route_prefix == "/"
+
+
+def test_same_loop_env_reaches_the_request_path_replicas_only() -> None:
+    from actors.builder import SAME_LOOP_ENV, serving_deployment_options
+    from pipelines.submit import compose_pipeline_config
+
+    for name in ("local", "multi_node"):
+        cluster = compose_pipeline_config("run_benchmark", [f"cluster={name}"]).cluster
+        options = serving_deployment_options(cluster)
+        for deployment in ("Ingress", "Retriever", "Reranker"):
+            env = options[deployment]["ray_actor_options"]["runtime_env"]["env_vars"]
+            assert env == SAME_LOOP_ENV, (name, deployment)
+        # The LLM replica and the session store (which calls the LLM and may block on it) keep Serve's default.
+        for deployment, opts in options.items():
+            if deployment not in ("Ingress", "Retriever", "Reranker"):
+                assert "runtime_env" not in opts.get("ray_actor_options", {}), (name, deployment)
+        cluster.serve_same_loop = False
+        assert all(
+            "runtime_env" not in o.get("ray_actor_options", {})
+            for o in serving_deployment_options(cluster).values()
+        )
