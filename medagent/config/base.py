@@ -166,11 +166,12 @@ class ClusterConfig:
     ingress_num_cpus: float = 0.1
     # Run the request path of the Ingress, Retriever and Reranker replicas on the replica's own event loop
     # (Serve's RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD=0 and RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP=0,
-    # part of its throughput-optimized mode, set per deployment). By default Serve runs user code and the
-    # router on extra loops in other threads, a cross-thread hop each way per request per replica; on a
-    # small node those hops were most of what Serve added to a retrieval (benchmarks/bench_retrieval.py).
-    # Safe for these three: their blocking work runs in worker threads. The LLM replicas keep the default.
-    serve_same_loop: bool = True
+    # part of its throughput-optimized mode, set per deployment): one cross-thread hop fewer each way per
+    # request per replica. Off by default: on 2 cores it changed nothing beyond noise
+    # (benchmarks/bench_retrieval.py --serve-same-loop 0|1: added p50 at 1 client 14.3 vs 13.7 ms on the demo
+    # index, 9.6 vs 9.8 ms on cpu_default), and a replica with its own env vars needs a dedicated worker
+    # process. Safe for these three: their blocking work runs in worker threads. The LLM keeps the default.
+    serve_same_loop: bool = False
     # Custom Ray resources that retriever and reranker replicas require, e.g. {retrieval_node: 0.01}
     # with the matching `resources` in the retrieval worker group's rayStartParams: pins them to that group
     # instead of whatever GPU is free first (an autoscaled retrieval replica could take the LLM node's).

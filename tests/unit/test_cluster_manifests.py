@@ -371,6 +371,8 @@ def test_same_loop_env_reaches_the_request_path_replicas_only() -> None:
 
     for name in ("local", "multi_node"):
         cluster = compose_pipeline_config("run_benchmark", [f"cluster={name}"]).cluster
+        assert not cluster.serve_same_loop  # Serve's default unless asked for
+        cluster.serve_same_loop = True
         options = serving_deployment_options(cluster)
         for deployment in ("Ingress", "Retriever", "Reranker"):
             env = options[deployment]["ray_actor_options"]["runtime_env"]["env_vars"]
