@@ -118,6 +118,12 @@ def main() -> None:
         default=None,
         help="cluster.serve_same_loop: the replicas' request path on their own event loop (default: the config's)",
     )
+    parser.add_argument(
+        "--mode",
+        choices=("dense", "bm25", "hybrid"),
+        default=RetrieverConfig().mode,
+        help="search mode of both sides (default: the retriever's default)",
+    )
     parser.add_argument("--in-process-threads", type=int, default=None, help="torch threads of the baseline")
     parser.add_argument("--load-test", type=int, default=1000, help="requests of the load test (0: skip)")
     args = parser.parse_args()  # fmt: skip
@@ -132,12 +138,12 @@ def main() -> None:
 
     searcher = Searcher(index_dir)
     for i, q in enumerate(queries[:16]):  # warm-up: encoder, indexes and document stores loaded
-        searcher.documents(list(searcher.search({str(i): q}, top_k=TOP_K)[str(i)]))
+        searcher.documents(list(searcher.search({str(i): q}, top_k=TOP_K, mode=args.mode)[str(i)]))
     lat_in = []
     t0 = time.perf_counter()
     for i, q in enumerate(queries):
         t = time.perf_counter()
-        ranked = searcher.search({str(i): q}, top_k=TOP_K)[str(i)]
+        ranked = searcher.search({str(i): q}, top_k=TOP_K, mode=args.mode)[str(i)]
         searcher.documents(list(ranked))  # the Serve route returns the documents too: same work
         lat_in.append(time.perf_counter() - t)
     qps_in = len(queries) / (time.perf_counter() - t0)
@@ -159,7 +165,7 @@ def main() -> None:
         # Started as the product starts it (pipelines.serve): proxy logs at cluster.serve_log_level.
         serve.start(**serve_start_kwargs(cluster))
         serve.run(
-            build_serving_app(None, RetrieverConfig(top_k=TOP_K), None, index_dir, cluster),
+            build_serving_app(None, RetrieverConfig(top_k=TOP_K, mode=args.mode), None, index_dir, cluster),
             name="bench",
             route_prefix="/",
         )
@@ -185,7 +191,9 @@ def main() -> None:
 
     import torch
 
-    print(f"\nindex {index_dir}, top_k={TOP_K} per source, {len(queries)} requests per level")
+    print(
+        f"\nindex {index_dir}, mode {args.mode}, top_k={TOP_K} per source, {len(queries)} requests per level"
+    )
     print(f"in-process: torch threads {torch.get_num_threads()}, nice {os.nice(0)}; replica: {replica}, "
           f"serve_same_loop={cluster.serve_same_loop}")  # fmt: skip
     print(f"in-process Searcher, sequential: {qps_in:8.1f} q/s  p50 {1000 * statistics.median(lat_in):6.1f} ms  "

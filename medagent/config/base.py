@@ -236,10 +236,15 @@ class RerankerConfig:
 
 @dataclass
 class RetrieverConfig:
-    """The retriever deployment: defaults for requests and how requests are batched."""
+    """The retriever deployment: defaults for requests and how requests are batched.
 
-    name: str = "dense"
-    mode: str = "dense"
+    ``hybrid`` (dense + BM25 by reciprocal rank) is the default because, followed by the reranker, it ranked
+    BioASQ's gold snippets best of the six combinations (``benchmarks/bench_retrieval_quality.py``, README);
+    seed A's own recipe is ``retriever=dense``.
+    """
+
+    name: str = "hybrid"
+    mode: str = "hybrid"
     top_k: int = 32
     return_parents: bool = False
     use_gpu: bool = False
