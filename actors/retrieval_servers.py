@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from typing import Any
 
 from ray import serve
@@ -39,6 +39,9 @@ class RetrieverServer:
         self.searcher.search({"warmup": "warm up"}, top_k=1, mode=self.cfg.mode)
         self._batched_search.set_max_batch_size(self.cfg.max_batch_size)  # type: ignore[attr-defined]
         self._batched_search.set_batch_wait_timeout_s(self.cfg.batch_wait_timeout_s)  # type: ignore[attr-defined]
+        # Seconds each recent request spent inside this replica (batch queue, search, documents): with the
+        # caller's own latency it splits Serve's added time into hops and the replica's work.
+        self._recent: deque[float] = deque(maxlen=4096)
 
     async def sources(self) -> list[str]:
         return list(self.searcher.sources)
@@ -59,6 +62,10 @@ class RetrieverServer:
             "user_code_thread": os.environ.get("RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD", "1") != "0",
         }
 
+    async def recent_latencies(self, n: int) -> list[float]:
+        """Seconds the last ``n`` requests spent inside this replica, oldest first."""
+        return list(self._recent)[-n:] if n > 0 else []
+
     async def retrieve(self, request: dict[str, Any]) -> dict[str, Any]:
         """A ``RetrieveResponse`` as a dict (callers holding a handle)."""
         response: RetrieveResponse = await self._search(request)
@@ -77,7 +84,9 @@ class RetrieverServer:
             raise ValueError(f"unknown source(s) {unknown}; this index has {self.searcher.sources}")
         start = time.perf_counter()
         response: RetrieveResponse = await self._batched_search(req)
-        meters().retrieval(time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        meters().retrieval(seconds)
+        self._recent.append(seconds)
         return response
 
     @serve.batch(max_batch_size=16, batch_wait_timeout_s=0.002)

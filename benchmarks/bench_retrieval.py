@@ -4,7 +4,8 @@ Run: ``python benchmarks/bench_retrieval.py --index-dir outputs/index/cpu_defaul
 (``make index`` builds that index). Prints, in one run:
   * queries/s and p50/p99 latency of ``POST /v1/retrieve`` at 1, 8 and 32 concurrent clients;
   * the same queries searched in-process, one at a time, with the same ``Searcher`` (the baseline);
-  * ratios: Serve queries/s ÷ in-process queries/s, and the p50 latency Serve adds at 1 client;
+  * ratios: Serve queries/s ÷ in-process queries/s, and the p50 latency Serve adds at 1 client, split
+    into the replica's own work (timed inside the replica) and the hops around it;
   * a bounded loopback load test: 1,000 requests at 32 concurrent (server errors must be 0) and the bad
     requests of the API contract, each of which must get a 4xx.
 Targets (issue 5): ratio ≥ 0.5 at 32 concurrent; added p50 ≤ 10 ms at 1 client. Noisy machines: read ratios.
@@ -177,6 +178,8 @@ def main() -> None:
         for c in (1, 8, 32):
             qps, lat, codes = asyncio.run(_through_serve(url, queries, c))
             rows.append((c, qps, lat, sum(x >= 500 for x in codes)))
+            if c == 1:  # the same requests timed inside the replica: its work vs the hops around it
+                inside = handle.recent_latencies.remote(len(queries)).result()
         # The same requests by deployment handle from this process: no HTTP proxy, no ingress hop.
         by_handle = [(c, *asyncio.run(_through_handle(handle, queries, c))) for c in (1, 32)]
         load_qps, _, load_codes = (
@@ -206,7 +209,11 @@ def main() -> None:
         print(f"{'handle ' + str(c):>7} {qps:>8.1f} {qps / qps_in:>10.2f} {1000 * statistics.median(lat):>8.1f} "
               f"{1000 * _pct(lat, 0.99):>8.1f}    -   (deployment handle from the driver: no proxy, no ingress)")  # fmt: skip
     added = 1000 * (statistics.median(rows[0][2]) - statistics.median(lat_in))
+    in_replica = 1000 * statistics.median(inside)
     print(f"\np50 latency added by Serve at 1 client: {added:.1f} ms (target ≤ 10)")
+    print(f"  of which: the replica's own work {in_replica - 1000 * statistics.median(lat_in):+.1f} ms vs "
+          f"in-process (p50 {in_replica:.1f} ms inside the replica), the hops (proxy, ingress, handle) "
+          f"{1000 * statistics.median(rows[0][2]) - in_replica:.1f} ms")  # fmt: skip
     print(f"ratio at 32 clients: {rows[2][1] / qps_in:.2f} (target ≥ 0.5)")
     print(f"load test: {args.load_test} requests at 32 concurrent, {load_qps:.1f} q/s, "
           f"{sum(x >= 500 for x in load_codes)} server errors, {load_codes.count(200)} ok")  # fmt: skip
