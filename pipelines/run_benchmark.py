@@ -113,7 +113,7 @@ def deploy(cfg: RunConfig) -> Endpoints:
         raise FileNotFoundError(
             f"agent mode {cfg.agent.mode!r} searches, but index_dir={cfg.index_dir} holds no finished index "
             "(manifest.json). Build one with `make index` (the full CPU index, ~45 min), `make demo-index` (a small "
-            "one in outputs/index/demo-1500, a few minutes; then pass index_dir=) or `python -m pipelines.index_corpus`."
+            "one in outputs/index/demo-500, about 3 minutes; then pass index_dir=) or `python -m pipelines.index_corpus`."
         )
     local_llm = cfg.llm.backend == "llamacpp"
     if not local_llm:
