@@ -7,15 +7,15 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
 # 3 questions and a 500-document demo index keep the first demo (index included) under 10 minutes on 2
-# cores: the full agent, which the gated demo runs on every question (record_both), takes ~2 min of wall
-# time per question, and the index embeds ~25 chunks/s (README: the measured times).
+# cores: the full agent, which the gated demo runs on every question (record_both), took ~1.5 min of wall
+# time per question, and the index embeds ~23 chunks/s (README: the measured times).
 LIMIT ?= 3
 BENCHMARK ?= medqa
 # The demo's agent: the gated one, recording both answers, prints standalone and full side by side on the
 # same questions (AGENT=full runs the full agent alone).
 AGENT ?= gated
 # The demo searches the full CPU index when `make index` has built it, else a small one it builds itself
-# (the first DEMO_INDEX_LIMIT accepted documents of each source: ~2 minutes instead of ~30). The folder
+# (the first DEMO_INDEX_LIMIT accepted documents of each source: ~3 minutes instead of ~30). The folder
 # is named after the limit, so another limit builds another index instead of reusing this one.
 DEMO_INDEX_LIMIT ?= 500
 DEMO_INDEX ?= $(if $(wildcard outputs/index/cpu_default/manifest.json),outputs/index/cpu_default,outputs/index/demo-$(DEMO_INDEX_LIMIT))

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from medagent.config import ClusterConfig, RetrieverConfig  # noqa: E402
-from medagent.retrieval.search import Searcher  # noqa: E402
+from medagent.retrieval.search import MODES, Searcher  # noqa: E402
 from pipelines.common import ray_session  # noqa: E402
 
 TOP_K = 8
@@ -121,7 +121,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--mode",
-        choices=("dense", "bm25", "hybrid"),
+        choices=MODES,
         default=RetrieverConfig().mode,
         help="search mode of both sides (default: the retriever's default)",
     )
