@@ -10,26 +10,21 @@ import os
 from dataclasses import asdict
 from typing import Any
 
-from medagent.config import (
-    ClusterConfig,
-    InterviewSessionsConfig,
-    LLMConfig,
-    RerankerConfig,
-    RetrieverConfig,
-)
+from medagent.config import ClusterConfig, LLMConfig
 
 LLM_APP = "medagent-llm"
 APP = "medagent"
-ROUTES = ("/v1/chat/completions", "/v1/retrieve", "/v1/rerank", "/v1/models", "/healthz", "/docs")
-# Served when build_serving_app gets interview_sessions (a person plays the patient).
-INTERVIEW_ROUTES = (
-    "POST /v1/interview/sessions",
-    "POST /v1/interview/sessions/{id}/answer",
-    "GET /v1/interview/sessions/{id}",
-    "DELETE /v1/interview/sessions/{id}",
-)
 LLM_DEPLOYMENT = "LlamaCppServer"
 LLM_ROUTE = "/llm"
+RETRIEVER_DEPLOYMENT = "Retriever"
+RETRIEVE_ROUTE = "/v1/retrieve"
+
+
+def retrieval_app_name(app: str = APP) -> str:
+    """The application that serves ``app``'s retriever (``actors.apps``): its own, with the Retriever
+    deployment as its HTTP ingress at ``RETRIEVE_ROUTE``."""
+    return f"{app}-retrieval"
+
 
 # Fault tolerance of the Ray Data worker pools (agent, annotation and interview workers) is Ray Data's own
 # default for actor pools, which we rely on rather than restate: Ray 2.60 takes max_restarts /
@@ -163,10 +158,11 @@ def llm_endpoint(llm: LLMConfig, cluster: ClusterConfig, app: str = LLM_APP) -> 
 
 
 def services_endpoint(app: str = APP, base_url: str | None = None) -> dict[str, Any]:
-    """How agent workers reach the retriever and reranker: handles of ``app``, or HTTP at ``base_url``."""
+    """How agent workers reach the retriever and reranker: handles (the Reranker in ``app``, the Retriever
+    in ``retrieval_app_name(app)``), or HTTP at ``base_url``."""
     if base_url:
         return {"kind": "http", "base_url": base_url}
-    return {"kind": "handle", "app": app}
+    return {"kind": "handle", "app": app, "retriever_app": retrieval_app_name(app)}
 
 
 def agent_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
@@ -305,9 +301,9 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
             # retrieve route's added latency; Serve's request metrics still count every request.
             "logging_config": {"log_level": cluster.serve_log_level},
         },
-        "Retriever": {
-            "name": "Retriever",
-            **_replicas(cluster, "Retriever", cluster.retriever_replicas),
+        RETRIEVER_DEPLOYMENT: {
+            "name": RETRIEVER_DEPLOYMENT,
+            **_replicas(cluster, RETRIEVER_DEPLOYMENT, cluster.retriever_replicas),
             **quiet,
             "ray_actor_options": {
                 "num_cpus": cluster.retriever_num_cpus,
@@ -343,62 +339,3 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
             **_replicas(cluster, LLM_DEPLOYMENT, cluster.llm_replicas),
         },
     }
-
-
-def build_serving_app(
-    llm: LLMConfig | None,
-    retriever: RetrieverConfig | None,
-    reranker: RerankerConfig | None,
-    index_dir: str | None,
-    cluster: ClusterConfig,
-    interview_sessions: InterviewSessionsConfig | None = None,
-    sessions_llm: LLMConfig | None = None,
-) -> Any:
-    """One Serve application: ingress + LLM (llama.cpp backend) + retriever + reranker; any may be None.
-
-    A vLLM LLM is served by ``ray.serve.llm``'s own OpenAI application (``build_llm_app``) beside this one.
-    ``interview_sessions`` (its ``enabled`` set) adds the ``InterviewSessions`` deployment behind the
-    ``/v1/interview/sessions`` routes: it drives the history-taking agent with the same LLM and retriever
-    (``sessions_llm`` names the LLM when it is not served here, e.g. vLLM's own application).
-    """
-    from ray import serve
-
-    from actors.ingress import Ingress
-    from actors.llm_deployment import LlamaCppServer
-    from actors.retrieval_servers import RerankerServer, RetrieverServer
-
-    opts = serving_deployment_options(cluster)
-    llm_handle = retriever_handle = reranker_handle = None
-    if llm is not None and llm.backend == "llamacpp":
-        llm_handle = serve.deployment(**opts[LLM_DEPLOYMENT])(LlamaCppServer).bind(asdict(llm))
-    if retriever is not None:
-        if not index_dir:
-            raise ValueError("a retriever needs index_dir= (an index built by pipelines.index_corpus)")
-        retriever_handle = serve.deployment(**opts["Retriever"])(RetrieverServer).bind(
-            index_dir, asdict(retriever), retriever_threads(cluster)
-        )
-    if reranker is not None:
-        reranker_handle = serve.deployment(**opts["Reranker"])(RerankerServer).bind(asdict(reranker))
-    sessions_handle = None
-    if interview_sessions is not None and interview_sessions.enabled:
-        from actors.interview_sessions import InterviewSessions
-
-        session_llm = llm or sessions_llm
-        if session_llm is None:
-            raise ValueError("interview sessions need an LLM (llm= or sessions_llm=)")
-        # The CPU LLM is a deployment of this application; vLLM / external endpoints are reached over HTTP.
-        llm_client = llm_handle if llm_handle is not None else llm_endpoint(session_llm, cluster)
-        sessions_handle = serve.deployment(**opts["InterviewSessions"])(InterviewSessions).bind(
-            asdict(interview_sessions), asdict(session_llm), llm_client, retriever_handle
-        )
-    info = {
-        "llm_served_name": llm.served_name if llm_handle is not None and llm else None,
-        "llm_n_ctx": llm.n_ctx if llm_handle is not None and llm else None,
-        "retriever": retriever.name if retriever else None,
-        "reranker": reranker.name if reranker else None,
-        "index_dir": index_dir,
-        "interview_sessions": sessions_handle is not None,
-    }
-    return serve.deployment(**opts["Ingress"])(Ingress).bind(
-        llm_handle, retriever_handle, reranker_handle, info, sessions_handle
-    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from actors.builder import RETRIEVER_DEPLOYMENT
 from actors.metrics import MeteredChatModel
 from medagent.config import LLMConfig
 from medagent.llm.base import ChatModel
@@ -48,7 +49,7 @@ def services_for(endpoint: dict[str, Any] | None) -> dict[str, Any]:
     if endpoint["kind"] == "handle":
         from ray import serve
 
-        retriever = serve.get_deployment_handle("Retriever", app_name=endpoint["app"])
+        retriever = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=endpoint["retriever_app"])
         reranker = serve.get_deployment_handle("Reranker", app_name=endpoint["app"])
         return {
             "retriever": RemoteRetriever(lambda body: retriever.retrieve.remote(body)),
@@ -71,7 +72,7 @@ def retriever_for(endpoint: dict[str, Any] | None) -> Any:
     if endpoint["kind"] == "handle":
         from ray import serve
 
-        retriever = serve.get_deployment_handle("Retriever", app_name=endpoint["app"])
+        retriever = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=endpoint["retriever_app"])
         return RemoteRetriever(lambda body: retriever.retrieve.remote(body))
     return RemoteRetriever(http_call(endpoint["base_url"], "/v1/retrieve"))
 

@@ -1,4 +1,8 @@
-"""The HTTP edge of the medagent Serve application: OpenAI chat, retrieve, rerank and interview-session routes.
+"""The HTTP edge of the medagent Serve application: OpenAI chat, rerank and interview-session routes.
+
+``POST /v1/retrieve`` belongs to the retrieval application (``actors.apps``), which Serve's proxy prefers
+for that path (longest route prefix); the route here documents the contract in ``/docs`` and answers 503
+where no retriever is deployed.
 
 Requests are validated by the wire models of ``medagent.api`` (422 on malformed bodies, missing fields
 or oversized inputs) and forwarded to the deployments through handles; errors a deployment raises for a
@@ -61,13 +65,10 @@ def page_file(name: str) -> str:
 
 @serve.ingress(app)
 class Ingress:
-    """Routes to the LLM, retriever, reranker and interview-session deployments (any may be absent: 503)."""
+    """Routes to the LLM, reranker and interview-session deployments (any may be absent: 503)."""
 
-    def __init__(
-        self, llm: Any, retriever: Any, reranker: Any, info: dict[str, Any], sessions: Any = None
-    ) -> None:
+    def __init__(self, llm: Any, reranker: Any, info: dict[str, Any], sessions: Any = None) -> None:
         self.llm = llm
-        self.retriever = retriever
         self.reranker = reranker
         self.info = info
         self.sessions = sessions
@@ -92,14 +93,9 @@ class Ingress:
 
     @app.post("/v1/retrieve", response_model=RetrieveResponse)
     async def retrieve(self, request: RetrieveRequest) -> Response:
-        retriever = self._need(self.retriever, "retriever")
-        try:
-            body: bytes = await retriever.retrieve_json.remote(request.model_dump())
-        except ValueError as exc:  # Serve re-raises the replica's ValueError (unknown source)
-            raise HTTPException(400, str(exc).splitlines()[-1]) from exc
-        # Already a serialised RetrieveResponse: returning a Response skips FastAPI's re-validation and
-        # re-encoding of every document (``response_model`` still documents the shape in /docs).
-        return Response(content=body, media_type="application/json")
+        """TopK per source. Served by the retrieval application (``actors.retrieval_servers``); a request
+        reaches this route only when no retriever is deployed."""
+        raise HTTPException(503, "this application serves no retriever")
 
     @app.post("/v1/rerank", response_model=RerankResponse)
     async def rerank(self, request: RerankRequest) -> dict[str, Any]:

@@ -86,7 +86,7 @@ async def _through_handle(handle: Any, queries: list[str], concurrency: int) -> 
     async def one(q: str) -> None:
         async with sem:
             t = time.perf_counter()
-            await handle.retrieve_json.remote({"query": q, "top_k": TOP_K})
+            await handle.retrieve.remote({"query": q, "top_k": TOP_K})
             lat.append(time.perf_counter() - t)
 
     t0 = time.perf_counter()
@@ -161,17 +161,20 @@ def main() -> None:
     with ray_session(cluster):
         from ray import serve
 
-        from actors.builder import build_serving_app, serve_start_kwargs
+        from actors.apps import build_serving_apps
+        from actors.builder import RETRIEVER_DEPLOYMENT, retrieval_app_name, serve_start_kwargs
+        from pipelines.common import run_apps
 
-        # Started as the product starts it (pipelines.serve): proxy logs at cluster.serve_log_level.
+        # Started as the product starts it (pipelines.serve): proxy logs at cluster.serve_log_level; the
+        # Retriever is its own application's ingress at /v1/retrieve, beside the main application.
         serve.start(**serve_start_kwargs(cluster))
-        serve.run(
-            build_serving_app(None, RetrieverConfig(top_k=TOP_K, mode=args.mode), None, index_dir, cluster),
-            name="bench",
-            route_prefix="/",
+        run_apps(
+            build_serving_apps(
+                None, RetrieverConfig(top_k=TOP_K, mode=args.mode), None, index_dir, cluster, name="bench"
+            )
         )
         url = f"http://127.0.0.1:{port}"
-        handle = serve.get_deployment_handle("Retriever", app_name="bench")
+        handle = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=retrieval_app_name("bench"))
         replica = handle.runtime_info.remote().result()
         asyncio.run(_through_serve(url, queries[:16], 4))  # warm-up
         rows = []
@@ -207,12 +210,12 @@ def main() -> None:
               f"{1000 * _pct(lat, 0.99):>8.1f} {errors:>4}")  # fmt: skip
     for c, qps, lat in by_handle:
         print(f"{'handle ' + str(c):>7} {qps:>8.1f} {qps / qps_in:>10.2f} {1000 * statistics.median(lat):>8.1f} "
-              f"{1000 * _pct(lat, 0.99):>8.1f}    -   (deployment handle from the driver: no proxy, no ingress)")  # fmt: skip
+              f"{1000 * _pct(lat, 0.99):>8.1f}    -   (deployment handle from the driver: no proxy)")  # fmt: skip
     added = 1000 * (statistics.median(rows[0][2]) - statistics.median(lat_in))
     in_replica = 1000 * statistics.median(inside)
     print(f"\np50 latency added by Serve at 1 client: {added:.1f} ms (target ≤ 10)")
     print(f"  of which: the replica's own work {in_replica - 1000 * statistics.median(lat_in):+.1f} ms vs "
-          f"in-process (p50 {in_replica:.1f} ms inside the replica), the hops (proxy, ingress, handle) "
+          f"in-process (p50 {in_replica:.1f} ms inside the replica), the hops (client → proxy → replica) "
           f"{1000 * statistics.median(rows[0][2]) - in_replica:.1f} ms")  # fmt: skip
     print(f"ratio at 32 clients: {rows[2][1] / qps_in:.2f} (target ≥ 0.5)")
     print(f"load test: {args.load_test} requests at 32 concurrent, {load_qps:.1f} q/s, "

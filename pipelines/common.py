@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
 
+from actors.apps import ServeApp
 from actors.builder import ray_init_kwargs
 from medagent.config import ClusterConfig, LLMConfig, OpenScoringConfig, RunConfig
 
@@ -126,6 +127,17 @@ def _end_serve(cluster: ClusterConfig) -> None:
     for name in list(serve.status().applications):
         if name != LLM_APP:
             serve.delete(name)
+
+
+def run_apps(apps: Sequence[ServeApp]) -> Any:
+    """``serve.run`` each application of ``actors.apps.build_serving_apps`` in order (the retrieval
+    application before the main one, whose deployments hold handles to it); returns the last one's handle."""
+    from ray import serve
+
+    handle = None
+    for a in apps:
+        handle = serve.run(a.app, name=a.name, route_prefix=a.route_prefix)
+    return handle
 
 
 def scoring_session(

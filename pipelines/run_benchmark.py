@@ -27,6 +27,7 @@ from pipelines.common import (
     log,
     ray_session,
     register_configs,
+    run_apps,
     run_llm_app,
     scoring_session,
     setup_logging,
@@ -89,20 +90,14 @@ def deploy_llm(cfg: RunConfig) -> dict[str, Any]:
 def deploy(cfg: RunConfig) -> Endpoints:
     """Deploys what the agent needs on the running Ray cluster; returns (LLM endpoint, services endpoint).
 
-    A searching agent gets the one serving application (LLM on CPU + Retriever + Reranker behind the
-    ingress, ``actors.builder.build_serving_app``); vLLM runs as ``ray.serve.llm``'s own application beside
-    it. An agent without retrieval gets the LLM alone. Workers reach them by handle (no HTTP hop).
+    A searching agent gets the serving applications (the Retriever's own, and LLM on CPU + Reranker behind
+    the ingress: ``actors.apps.build_serving_apps``); vLLM runs as ``ray.serve.llm``'s own application
+    beside them. An agent without retrieval gets the LLM alone. Workers reach them by handle (no HTTP hop).
     """
     from ray import serve
 
-    from actors.builder import (
-        APP,
-        LLM_APP,
-        build_serving_app,
-        llm_endpoint,
-        serve_start_kwargs,
-        services_endpoint,
-    )
+    from actors.apps import build_serving_apps
+    from actors.builder import APP, LLM_APP, llm_endpoint, serve_start_kwargs, services_endpoint
 
     if not uses_retrieval(cfg):
         return deploy_llm(cfg), None
@@ -118,12 +113,10 @@ def deploy(cfg: RunConfig) -> Endpoints:
     local_llm = cfg.llm.backend == "llamacpp"
     if not local_llm:
         run_llm_app(cfg.llm, cfg.cluster)  # vLLM (ray.serve.llm's own application), or nothing
-    serve.run(
-        build_serving_app(
+    run_apps(
+        build_serving_apps(
             cfg.llm if local_llm else None, cfg.retriever, cfg.reranker, cfg.index_dir, cfg.cluster
-        ),
-        name=APP,
-        route_prefix="/",
+        )
     )
     log.info(
         "serving app up in %.1fs at %s (LLM %s, retriever %s, reranker %s, index %s)",

@@ -55,7 +55,7 @@ from medagent.history.session import arm_name, closing_rule
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.run import RunDir, build_manifest, check_resume
-from pipelines.common import drain, log, ray_session, run_llm_app, setup_logging
+from pipelines.common import drain, log, ray_session, run_apps, run_llm_app, setup_logging
 
 KEY = "interview_id"
 
@@ -63,19 +63,13 @@ KEY = "interview_id"
 def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Deploys what the agent needs; returns (LLM endpoint, services endpoint or None).
 
-    ``amq`` gets the one serving application (CPU LLM + Retriever over ``index_dir``, no reranker); the
+    ``amq`` gets the serving applications (CPU LLM, and the Retriever over ``index_dir``; no reranker); the
     single-shot baseline gets the LLM alone. Workers reach them by handle (no HTTP hop).
     """
     from ray import serve
 
-    from actors.builder import (
-        APP,
-        LLM_APP,
-        build_serving_app,
-        llm_endpoint,
-        serve_start_kwargs,
-        services_endpoint,
-    )
+    from actors.apps import build_serving_apps
+    from actors.builder import APP, LLM_APP, llm_endpoint, serve_start_kwargs, services_endpoint
     from pipelines.run_benchmark import deploy_llm
 
     if cfg.agent.mode != "amq" or not cfg.agent.retrieval:
@@ -90,8 +84,9 @@ def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | No
     local_llm = cfg.llm.backend == "llamacpp"
     if not local_llm:
         run_llm_app(cfg.llm, cfg.cluster)  # vLLM (ray.serve.llm's own application), or nothing
-    app = build_serving_app(cfg.llm if local_llm else None, cfg.retriever, None, cfg.index_dir, cfg.cluster)
-    serve.run(app, name=APP, route_prefix="/")
+    run_apps(
+        build_serving_apps(cfg.llm if local_llm else None, cfg.retriever, None, cfg.index_dir, cfg.cluster)
+    )
     log.info(
         "serving app up in %.1fs (LLM %s, retriever %s over %s)",
         time.perf_counter() - start, cfg.llm.name, cfg.retriever.name, cfg.index_dir,

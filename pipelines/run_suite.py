@@ -219,10 +219,10 @@ def _undeploy() -> None:
     """Frees the previous group's applications before the next is deployed (they would hold CPUs/GPUs)."""
     from ray import serve
 
-    from actors.builder import APP, LLM_APP
+    from actors.builder import APP, LLM_APP, retrieval_app_name
 
     live = serve.status().applications
-    for name in (APP, LLM_APP):
+    for name in (APP, retrieval_app_name(APP), LLM_APP):
         if name in live:
             serve.delete(name)
 

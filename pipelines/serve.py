@@ -1,9 +1,10 @@
 """Start the medagent Serve application: ``python -m pipelines.serve index_dir=/abs/index``.
 
-One application holds the ingress, the LLM (llama.cpp on CPU), the retriever, the reranker and, with
-``interview_sessions.enabled=true``, the history-taking sessions a person answers as the patient; with
-``llm.backend=vllm`` the LLM is Ray's own ``ray.serve.llm`` OpenAI application, served beside it under
-``/llm``. Prints the routes, then serves until Ctrl-C.
+One application holds the ingress, the LLM (llama.cpp on CPU), the reranker and, with
+``interview_sessions.enabled=true``, the history-taking sessions a person answers as the patient; the
+retriever is an application of its own at ``/v1/retrieve`` (``actors.apps``). With ``llm.backend=vllm``
+the LLM is Ray's own ``ray.serve.llm`` OpenAI application, served beside them under ``/llm``. Prints the
+routes, then serves until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -18,21 +19,24 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from actors.apps import ServeApp
 from medagent.config import ServeConfig
-from pipelines.common import log, ray_session, register_configs, setup_logging
+from pipelines.common import log, ray_session, register_configs, run_apps, setup_logging
 
 
-def build_app(cfg: ServeConfig) -> Any:
-    """The medagent application (ingress, retriever, reranker and, on CPU, the LLM); builds, never starts.
+def build_apps(cfg: ServeConfig) -> list[ServeApp]:
+    """The medagent applications (the retriever's; the ingress, reranker and, on CPU, the LLM); builds,
+    never starts.
 
     Shared with ``pipelines.serve_app`` (the RayService / ``serve deploy`` entry point). A vLLM LLM is a
-    separate application (``actors.builder.build_llm_app``), served beside this one under ``/llm``.
+    separate application (``actors.builder.build_llm_app``), served beside these under ``/llm``.
     """
-    from actors.builder import build_serving_app
+    from actors.apps import build_serving_apps
+    from actors.builder import APP
 
     llm = cfg.llm if cfg.llm.backend == "llamacpp" else None
     index_dir = str(Path(cfg.index_dir).resolve()) if cfg.index_dir else None
-    return build_serving_app(
+    return build_serving_apps(
         llm,
         cfg.retriever,
         cfg.reranker,
@@ -40,6 +44,7 @@ def build_app(cfg: ServeConfig) -> Any:
         cfg.cluster,
         interview_sessions=cfg.interview_sessions,
         sessions_llm=cfg.llm,
+        name=cfg.app_name or APP,
     )
 
 
@@ -47,15 +52,8 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
     """Deploys the application on the running Ray cluster; returns its handle and base URL."""
     from ray import serve
 
-    from actors.builder import (
-        APP,
-        INTERVIEW_ROUTES,
-        LLM_APP,
-        LLM_ROUTE,
-        ROUTES,
-        build_llm_app,
-        serve_start_kwargs,
-    )
+    from actors.apps import INTERVIEW_ROUTES, ROUTES
+    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, serve_start_kwargs
 
     serve.start(**serve_start_kwargs(cfg.cluster))
     t0 = time.perf_counter()
@@ -63,7 +61,7 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
         vllm_app = build_llm_app(cfg.llm, cfg.cluster)
         assert vllm_app is not None
         serve.run(vllm_app, name=LLM_APP, route_prefix=LLM_ROUTE)
-    handle = serve.run(build_app(cfg), name=cfg.app_name or APP, route_prefix="/")
+    handle = run_apps(build_apps(cfg))
     base = f"http://{cfg.cluster.http_host}:{cfg.cluster.http_port}"
     log.info("application %r up in %.1fs", cfg.app_name, time.perf_counter() - t0)
     routes = [f"{base}{r}" for r in ROUTES]

@@ -2,15 +2,19 @@
 
 ``pipelines.serve`` starts Ray and deploys from the command line; a RayService instead names importable
 builders in its ``serveConfigV2`` and passes their ``args``. Both compose the same hydra config
-(``conf/serve.yaml``) and build through the same code (``pipelines.serve.build_app``), so a RayService runs
-exactly the application ``python -m pipelines.serve <overrides>`` would::
+(``conf/serve.yaml``) and build through the same code (``pipelines.serve.build_apps``), so a RayService runs
+exactly the applications ``python -m pipelines.serve <overrides>`` would::
 
     applications:
       - name: medagent-llm                       # vLLM only: ray.serve.llm's OpenAI application
         route_prefix: /llm
         import_path: pipelines.serve_app:llm_app_builder
         args: {overrides: [llm=qwen2.5-72b-instruct, cluster=multi_gpu, index_dir=/mnt/shared/index/x]}
-      - name: medagent                            # ingress, retriever, reranker (+ the LLM on CPU)
+      - name: medagent-retrieval                  # the Retriever, its own ingress (retrieval_app_name)
+        route_prefix: /v1/retrieve
+        import_path: pipelines.serve_app:retrieval_app_builder
+        args: {overrides: [llm=qwen2.5-72b-instruct, cluster=multi_gpu, index_dir=/mnt/shared/index/x]}
+      - name: medagent                            # ingress, reranker (+ the LLM on CPU)
         route_prefix: /
         import_path: pipelines.serve_app:app_builder
         args: {overrides: [llm=qwen2.5-72b-instruct, cluster=multi_gpu, index_dir=/mnt/shared/index/x]}
@@ -63,10 +67,27 @@ def _parse(args: ServeAppArgs | dict[str, Any] | None) -> ServeAppArgs:
     return args if isinstance(args, ServeAppArgs) else ServeAppArgs.model_validate(args or {})
 
 
-def app_builder(args: ServeAppArgs) -> Any:
-    """The medagent application for ``import_path: pipelines.serve_app:app_builder``."""
+def _built(args: ServeAppArgs, retrieval: bool) -> Any:
+    from actors.builder import APP, retrieval_app_name
+
     cfg = compose_serve_config(_parse(args).overrides)
-    return serve_pipeline.build_app(cfg)
+    name = cfg.app_name or APP
+    want = retrieval_app_name(name) if retrieval else name
+    # conf/serve.yaml always serves a retriever, so both applications are built.
+    return next(a.app for a in serve_pipeline.build_apps(cfg) if a.name == want)
+
+
+def app_builder(args: ServeAppArgs) -> Any:
+    """The medagent application for ``import_path: pipelines.serve_app:app_builder`` (route prefix ``/``).
+    Its deployments reach the Retriever in the application named ``retrieval_app_name(app_name)``: deploy
+    ``retrieval_app_builder`` under that name, with the same overrides."""
+    return _built(args, retrieval=False)
+
+
+def retrieval_app_builder(args: ServeAppArgs) -> Any:
+    """The retrieval application for ``import_path: pipelines.serve_app:retrieval_app_builder`` (route
+    prefix ``/v1/retrieve``, name ``retrieval_app_name(app_name)``: ``medagent-retrieval`` by default)."""
+    return _built(args, retrieval=True)
 
 
 def llm_app_builder(args: ServeAppArgs) -> Any:

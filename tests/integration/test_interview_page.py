@@ -53,7 +53,7 @@ def page_url(ray_cluster: Any, cluster_cfg: ClusterConfig) -> Iterator[str]:
     sessions = serve.deployment(InterviewSessions, name="InterviewSessions").bind(
         asdict(cfg), asdict(LLMConfig()), agent=agent
     )
-    app = serve.deployment(Ingress, name="Ingress").bind(None, None, None, {}, sessions)
+    app = serve.deployment(Ingress, name="Ingress").bind(None, None, {}, sessions)
     clear_serve_apps()
     serve.run(app, name="medagent-page-test", route_prefix="/")
     yield f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}"

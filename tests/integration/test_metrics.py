@@ -107,7 +107,7 @@ def test_a_small_run_exports_every_custom_metric(
 ) -> None:
     from ray import serve
 
-    from actors.builder import APP
+    from actors.builder import APP, RETRIEVER_DEPLOYMENT, retrieval_app_name
 
     port = cluster_cfg.metrics_export_port
     assert port, "conftest's cluster_cfg sets metrics_export_port"
@@ -143,7 +143,7 @@ def test_a_small_run_exports_every_custom_metric(
     print(f"run: {time.monotonic() - t0:.0f}s")
     # SmolLM2 may answer without searching: one search through the serving app's Retriever makes sure
     # the replica records a latency (the agent's own searches take the same route).
-    retriever = serve.get_deployment_handle("Retriever", app_name=APP)
+    retriever = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=retrieval_app_name(APP))
     found = retriever.retrieve.remote({"query": "scurvy vitamin C", "top_k": 2}).result(timeout_s=60)
     assert found["results"]
     row = _interview(ray_cluster, cluster_cfg)

@@ -142,9 +142,9 @@ def test_one_real_res_interview_end_to_end_then_resume(
 def test_a_person_takes_the_patient_role_over_http(
     ray_cluster: Any, cluster_cfg: ClusterConfig, guideline_index: Path, clean_apps: None
 ) -> None:
-    from ray import serve
 
-    from actors.builder import build_serving_app
+    from actors.apps import build_serving_apps
+    from pipelines.common import run_apps
 
     sessions = InterviewSessionsConfig(
         enabled=True,
@@ -154,11 +154,17 @@ def test_a_person_takes_the_patient_role_over_http(
         ttl_s=600,
         max_sessions=4,
     )
-    app = build_serving_app(
-        SMOL, PARENT_CHILD, None, str(guideline_index), cluster_cfg, interview_sessions=sessions
+    apps = build_serving_apps(
+        SMOL,
+        PARENT_CHILD,
+        None,
+        str(guideline_index),
+        cluster_cfg,
+        interview_sessions=sessions,
+        name="medagent-sessions-test",
     )
     clear_serve_apps()
-    serve.run(app, name="medagent-sessions-test", route_prefix="/")
+    run_apps(apps)
     base = f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}/v1/interview/sessions"
     with httpx.Client(timeout=300) as client:
         started = client.post(base)

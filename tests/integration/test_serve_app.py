@@ -1,5 +1,6 @@
-"""The serving application on real Serve: real SmolLM2, real MiniLM index over real data, real mpnet
-reranker; HTTP routes and deployment handles, bad requests and a bounded loopback load test."""
+"""The serving applications on real Serve: real SmolLM2, real MiniLM index over real data, real mpnet
+reranker; HTTP routes (the main application's and the retrieval application's, on one port) and deployment
+handles, bad requests and a bounded loopback load test."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from actors.builder import build_serving_app
+from actors.apps import build_serving_apps
+from actors.builder import RETRIEVER_DEPLOYMENT, retrieval_app_name
 from medagent.agent.answers import parse_json_object
 from medagent.config import ClusterConfig, LLMConfig, ModelConfig, RerankerConfig, RetrieverConfig
 from medagent.retrieval.config import IndexJobConfig
+from pipelines.common import run_apps
 from pipelines.index_corpus import register_index_configs
 from pipelines.index_corpus import run as build_index
 from tests.integration.conftest import clear_serve_apps
@@ -24,6 +27,7 @@ from tests.integration.conftest import clear_serve_apps
 pytestmark = pytest.mark.integration
 CONF = Path(__file__).resolve().parents[2] / "conf"
 APP = "medagent-test"
+RETRIEVAL_APP = retrieval_app_name(APP)
 SMOL = LLMConfig(
     name="smollm2",
     served_name="smollm2-135m",
@@ -84,14 +88,13 @@ def tiny_index(
 
 @pytest.fixture(scope="module")
 def app(tiny_index: Path, cluster_cfg: ClusterConfig) -> str:
-    from ray import serve
 
     clear_serve_apps()
-    serve.run(
-        build_serving_app(SMOL, RetrieverConfig(top_k=4), RERANKER, str(tiny_index), cluster_cfg),
-        name=APP,
-        route_prefix="/",
+    apps = build_serving_apps(
+        SMOL, RetrieverConfig(top_k=4), RERANKER, str(tiny_index), cluster_cfg, name=APP
     )
+    assert [(a.name, a.route_prefix) for a in apps] == [(RETRIEVAL_APP, "/v1/retrieve"), (APP, "/")]
+    run_apps(apps)
     return f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}"
 
 
@@ -130,13 +133,15 @@ def test_retrieve_rerank_and_tool_call_over_http(app: str) -> None:
     assert call is not None, chat.text
     assert call["name"] == "enable_search" and "query" in call["arguments"]  # type: ignore[operator]
     assert httpx.get(f"{app}/docs", timeout=30).status_code == 200
+    health = httpx.get(f"{app}/healthz", timeout=30).json()
+    assert health["retriever"] == "hybrid" and health["retrieval_app"] == RETRIEVAL_APP
 
 
 def test_handles_without_http(app: str) -> None:
     from ray import serve
 
     async def go() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[float]]:
-        retriever = serve.get_deployment_handle("Retriever", app_name=APP)
+        retriever = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=RETRIEVAL_APP)
         reranker = serve.get_deployment_handle("Reranker", app_name=APP)
         llm = serve.get_deployment_handle("LlamaCppServer", app_name=APP)
         ret = await retriever.retrieve.remote({"query": "asthma inhaler", "top_k": 2})
@@ -186,7 +191,18 @@ def test_malformed_json_is_422(app: str) -> None:
     r = httpx.post(
         f"{app}/v1/retrieve", content=b'{"query": ', headers={"content-type": "application/json"}, timeout=30
     )
-    assert r.status_code == 422
+    assert r.status_code == 422 and r.json()["detail"][0]["type"] == "json_invalid", r.text
+
+
+def test_the_retrieval_application_owns_its_route_only(app: str) -> None:
+    # The retrieval application is the Retriever replica itself: other methods and paths are refused there
+    # as FastAPI would; every other path still reaches the main application on the same port.
+    get = httpx.get(f"{app}/v1/retrieve", timeout=30)
+    assert get.status_code == 405 and get.headers["allow"] == "POST", get.text
+    assert httpx.post(f"{app}/v1/retrieve/extra", json={"query": "a"}, timeout=30).status_code == 404
+    ok = httpx.post(f"{app}/v1/retrieve/", json={"query": "asthma", "top_k": 1}, timeout=60)
+    assert ok.status_code == 200 and ok.json()["documents"], ok.text
+    assert httpx.get(f"{app}/v1/models", timeout=30).json()["data"][0]["id"] == "smollm2-135m"
 
 
 def test_load_1000_retrievals_at_32_concurrent(app: str) -> None:
@@ -217,7 +233,7 @@ def test_killed_replica_is_restarted_and_the_app_stays_up(app: str) -> None:
     names = [
         a["name"]
         for a in ray.util.list_named_actors(all_namespaces=True)
-        if a["name"].startswith(f"SERVE_REPLICA::{APP}#Retriever")
+        if a["name"].startswith(f"SERVE_REPLICA::{RETRIEVAL_APP}#Retriever")
     ]
     assert len(names) == 1, names
     ray.kill(ray.get_actor(names[0], namespace="serve"), no_restart=True)
@@ -238,6 +254,6 @@ def test_killed_replica_is_restarted_and_the_app_stays_up(app: str) -> None:
     replacements = [
         a["name"]
         for a in ray.util.list_named_actors(all_namespaces=True)
-        if a["name"].startswith(f"SERVE_REPLICA::{APP}#Retriever")
+        if a["name"].startswith(f"SERVE_REPLICA::{RETRIEVAL_APP}#Retriever")
     ]
     assert replacements and names[0] not in replacements, replacements

@@ -345,7 +345,7 @@ def test_serve_autoscaling_configs_are_valid() -> None:
 def test_rayservice_runs_the_serve_pipelines_application() -> None:
     from ray.serve.schema import ServeDeploySchema
 
-    from actors.builder import LLM_ROUTE
+    from actors.builder import LLM_ROUTE, RETRIEVE_ROUTE, retrieval_app_name
     from pipelines import serve_app
 
     service = next(d for _, d in KUBERAY if d["kind"] == "RayService")
@@ -353,16 +353,19 @@ def test_rayservice_runs_the_serve_pipelines_application() -> None:
     apps = {app.name: app for app in config.applications}
     assert {a.import_path for a in apps.values()} == {
         "pipelines.serve_app:app_builder",
+        "pipelines.serve_app:retrieval_app_builder",
         "pipelines.serve_app:llm_app_builder",
     }
     for app in apps.values():
         module, attr = app.import_path.split(":")
         assert module == "pipelines.serve_app" and callable(getattr(serve_app, attr))
     overrides = [app.args["overrides"] for app in apps.values()]
-    assert overrides[0] == overrides[1]  # both applications must describe the same deployment
+    assert all(o == overrides[0] for o in overrides)  # all applications must describe the same deployment
     cfg = serve_app.compose_serve_config(overrides[0])
     assert cfg.llm.backend == "vllm" and cfg.index_dir and cfg.index_dir.startswith("/mnt/shared/")
     assert apps["medagent-llm"].route_prefix == LLM_ROUTE and apps["medagent"].route_prefix == "/"
+    # The main application's deployments look the Retriever up in the application of this name.
+    assert apps[retrieval_app_name("medagent")].route_prefix == RETRIEVE_ROUTE
 
 
 def test_same_loop_env_reaches_the_request_path_replicas_only() -> None:

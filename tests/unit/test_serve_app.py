@@ -13,6 +13,8 @@ from ray import serve
 from ray.serve._private.api import call_user_app_builder_with_args_if_necessary
 from ray.serve.deployment import Application
 
+from actors.apps import ServeApp
+from actors.builder import RETRIEVE_ROUTE, retrieval_app_name
 from pipelines import serve_app
 
 OVERRIDES = [
@@ -47,7 +49,14 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]
 
         return build
 
-    monkeypatch.setattr("actors.builder.build_serving_app", recorder("serving"))
+    def serving(*args: Any, **kwargs: Any) -> list[ServeApp]:
+        # Two applications, as actors.apps.build_serving_apps returns them when a retriever is configured.
+        calls.append(("serving", args, kwargs))
+        main = kwargs["name"]
+        retrieval = [ServeApp(retrieval_app_name(main), RETRIEVE_ROUTE, _STUB.bind())] if args[1] else []
+        return [*retrieval, ServeApp(main, "/", _STUB.bind())]
+
+    monkeypatch.setattr("actors.apps.build_serving_apps", serving)
     monkeypatch.setattr("actors.builder.build_llm_app", recorder("llm"))
     return calls
 
@@ -67,6 +76,14 @@ def test_app_builder_builds_what_the_serve_pipeline_builds(recorded: list[Any]) 
     assert retriever.name == "hybrid" and reranker.name == "mpnet-cpu"
     assert index_dir == "/mnt/shared/index/x" and cluster.name == "single_gpu"
     assert kwargs["interview_sessions"].enabled is False and kwargs["sessions_llm"] is llm
+    assert kwargs["name"] == "medagent"
+
+
+def test_retrieval_app_builder_builds_the_retrieval_application(recorded: list[Any]) -> None:
+    app = _build(serve_app.retrieval_app_builder, {"overrides": [*OVERRIDES, "app_name=rag"]})
+    assert isinstance(app, Application)
+    ((_, args, kwargs),) = recorded
+    assert args[1].name == "hybrid" and kwargs["name"] == "rag"  # its name: retrieval_app_name("rag")
 
 
 def test_vllm_models_are_a_separate_llm_application(recorded: list[Any]) -> None:
