@@ -3,9 +3,11 @@
 Run: ``python benchmarks/bench_retrieval.py --index-dir outputs/index/cpu_default [--requests 400]``
 (``make index`` builds that index). Prints, in one run:
   * queries/s and p50/p99 latency of ``POST /v1/retrieve`` at 1, 8 and 32 concurrent clients;
-  * the same queries searched in-process, one at a time, with the same ``Searcher`` (the baseline);
-  * ratios: Serve queries/s ÷ in-process queries/s, and the p50 latency Serve adds at 1 client, split
-    into the replica's own work (timed inside the replica) and the hops around it;
+  * the same queries searched in-process, one at a time, with the same ``Searcher`` (the baseline), at the
+    node's thread count and at the replica's, each paired in time with Serve at 1 client (``--repeats``);
+  * ratios: Serve queries/s ÷ in-process queries/s, and the p50 latency Serve adds at 1 client against
+    both baselines (against the replica's thread count it is Serve's own cost), with the time inside the
+    replica and the hops around it;
   * a bounded loopback load test: 1,000 requests at 32 concurrent (server errors must be 0) and the bad
     requests of the API contract, each of which must get a 4xx.
 Targets (issue 5): ratio ≥ 0.5 at 32 concurrent; added p50 ≤ 10 ms at 1 client. Noisy machines: read ratios.
@@ -94,6 +96,24 @@ async def _through_handle(handle: Any, queries: list[str], concurrency: int) -> 
     return len(queries) / (time.perf_counter() - t0), lat
 
 
+def _in_process(searcher: Searcher, queries: list[str], mode: str, threads: int) -> tuple[float, list[float]]:
+    """The baseline: the same searches and document lookups, sequential, in this process with ``threads``
+    torch and FAISS threads; returns (queries/s, latencies)."""
+    import faiss
+    import torch
+
+    torch.set_num_threads(threads)
+    faiss.omp_set_num_threads(threads)
+    lat = []
+    t0 = time.perf_counter()
+    for i, q in enumerate(queries):
+        t = time.perf_counter()
+        ranked = searcher.search({str(i): q}, top_k=TOP_K, mode=mode)[str(i)]
+        searcher.documents(list(ranked))  # the Serve route returns the documents too: same work
+        lat.append(time.perf_counter() - t)
+    return len(queries) / (time.perf_counter() - t0), lat
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -127,6 +147,9 @@ def main() -> None:
     )
     parser.add_argument("--in-process-threads", type=int, default=None, help="torch threads of the baseline")
     parser.add_argument("--load-test", type=int, default=1000, help="requests of the load test (0: skip)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="paired repeats of the baselines and Serve at 1 client"
+    )
     args = parser.parse_args()  # fmt: skip
     index_dir = str(Path(args.index_dir).resolve())
     queries = _queries(args.requests)
@@ -140,15 +163,9 @@ def main() -> None:
     searcher = Searcher(index_dir)
     for i, q in enumerate(queries[:16]):  # warm-up: encoder, indexes and document stores loaded
         searcher.documents(list(searcher.search({str(i): q}, top_k=TOP_K, mode=args.mode)[str(i)]))
-    lat_in = []
-    t0 = time.perf_counter()
-    for i, q in enumerate(queries):
-        t = time.perf_counter()
-        ranked = searcher.search({str(i): q}, top_k=TOP_K, mode=args.mode)[str(i)]
-        searcher.documents(list(ranked))  # the Serve route returns the documents too: same work
-        lat_in.append(time.perf_counter() - t)
-    qps_in = len(queries) / (time.perf_counter() - t0)
-    del searcher
+    import torch
+
+    node_threads = torch.get_num_threads()
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -177,13 +194,19 @@ def main() -> None:
         handle = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=retrieval_app_name("bench"))
         replica = handle.runtime_info.remote().result()
         asyncio.run(_through_serve(url, queries[:16], 4))  # warm-up
-        rows = []
-        for c in (1, 8, 32):
-            qps, lat, codes = asyncio.run(_through_serve(url, queries, c))
-            rows.append((c, qps, lat, sum(x >= 500 for x in codes)))
-            if c == 1:  # the same requests timed inside the replica: its work vs the hops around it
-                inside = handle.recent_latencies.remote(len(queries)).result()
-        # The same requests by deployment handle from this process: no HTTP proxy, no ingress hop.
+        # Baselines and Serve at 1 client in turn, `repeats` times: on a shared machine the speed of the
+        # same search drifts by tens of percent between minutes, so each comparison is paired in time.
+        # The second baseline runs with the replica's thread count: the difference to it is Serve's own
+        # cost; the difference between the two baselines is the thread count the replica is given.
+        thread_counts = sorted({node_threads, replica["torch_threads"]}, reverse=True)
+        repeats = []
+        for _ in range(args.repeats):
+            base = {t: _in_process(searcher, queries, args.mode, t) for t in thread_counts}
+            qps1, lat1, codes1 = asyncio.run(_through_serve(url, queries, 1))
+            inside = handle.recent_latencies.remote(len(queries)).result()
+            repeats.append((base, qps1, lat1, inside, sum(x >= 500 for x in codes1)))
+        rows = [(c, *asyncio.run(_through_serve(url, queries, c))) for c in (8, 32)]
+        # The same requests by deployment handle from this process: no HTTP proxy.
         by_handle = [(c, *asyncio.run(_through_handle(handle, queries, c))) for c in (1, 32)]
         load_qps, _, load_codes = (
             asyncio.run(_through_serve(url, _queries(args.load_test), 32))
@@ -195,29 +218,44 @@ def main() -> None:
             for body, want in BAD
         ]
 
-    import torch
-
+    ms = 1000.0
+    med = statistics.median
+    qps_in = med(r[0][node_threads][0] for r in repeats)
     print(
         f"\nindex {index_dir}, mode {args.mode}, top_k={TOP_K} per source, {len(queries)} requests per level"
     )
-    print(f"in-process: torch threads {torch.get_num_threads()}, nice {os.nice(0)}; replica: {replica}, "
-          f"serve_same_loop={cluster.serve_same_loop}")  # fmt: skip
-    print(f"in-process Searcher, sequential: {qps_in:8.1f} q/s  p50 {1000 * statistics.median(lat_in):6.1f} ms  "
-          f"p99 {1000 * _pct(lat_in, 0.99):6.1f} ms\n")  # fmt: skip
-    print(f"{'clients':>7} {'q/s':>8} {'÷ in-proc':>10} {'p50 ms':>8} {'p99 ms':>8} {'5xx':>4}")
-    for c, qps, lat, errors in rows:
-        print(f"{c:>7} {qps:>8.1f} {qps / qps_in:>10.2f} {1000 * statistics.median(lat):>8.1f} "
-              f"{1000 * _pct(lat, 0.99):>8.1f} {errors:>4}")  # fmt: skip
+    print(f"in-process: torch threads {node_threads}, nice {os.nice(0)}; replica: {replica}, "
+          f"serve_same_loop={cluster.serve_same_loop}\n")  # fmt: skip
+    heads = [f"in-proc {t} thr" for t in thread_counts]
+    print(f"{'repeat':>6} " + " ".join(f"{h:>14}" for h in heads)
+          + f" {'Serve @1':>9} {'in replica':>10} {'hops':>6} " + " ".join(f"{'added vs ' + str(t):>11}" for t in thread_counts))  # fmt: skip
+    added: dict[int, list[float]] = {t: [] for t in thread_counts}
+    hops = []
+    for i, (base, _, lat1, inside, _) in enumerate(repeats, 1):
+        p_serve, p_inside = ms * med(lat1), ms * med(inside)
+        hops.append(p_serve - p_inside)
+        for t in thread_counts:
+            added[t].append(p_serve - ms * med(base[t][1]))
+        print(f"{i:>6} " + " ".join(f"{ms * med(base[t][1]):>11.1f} ms" for t in thread_counts)
+              + f" {p_serve:>6.1f} ms {p_inside:>7.1f} ms {hops[-1]:>6.1f} "
+              + " ".join(f"{added[t][-1]:>8.1f} ms" for t in thread_counts))  # fmt: skip
+    print(f"\n{'clients':>7} {'q/s':>8} {'÷ in-proc':>10} {'p50 ms':>8} {'p99 ms':>8} {'5xx':>4}")
+    one = [(1, med(r[1] for r in repeats), [x for r in repeats for x in r[2]], sum(r[4] for r in repeats))]
+    for c, qps, lat, codes in [*one, *[(c, q, lt, sum(x >= 500 for x in cs)) for c, q, lt, cs in rows]]:
+        print(f"{c:>7} {qps:>8.1f} {qps / qps_in:>10.2f} {ms * med(lat):>8.1f} "
+              f"{ms * _pct(lat, 0.99):>8.1f} {codes:>4}")  # fmt: skip
     for c, qps, lat in by_handle:
-        print(f"{'handle ' + str(c):>7} {qps:>8.1f} {qps / qps_in:>10.2f} {1000 * statistics.median(lat):>8.1f} "
-              f"{1000 * _pct(lat, 0.99):>8.1f}    -   (deployment handle from the driver: no proxy)")  # fmt: skip
-    added = 1000 * (statistics.median(rows[0][2]) - statistics.median(lat_in))
-    in_replica = 1000 * statistics.median(inside)
-    print(f"\np50 latency added by Serve at 1 client: {added:.1f} ms (target ≤ 10)")
-    print(f"  of which: the replica's own work {in_replica - 1000 * statistics.median(lat_in):+.1f} ms vs "
-          f"in-process (p50 {in_replica:.1f} ms inside the replica), the hops (client → proxy → replica) "
-          f"{1000 * statistics.median(rows[0][2]) - in_replica:.1f} ms")  # fmt: skip
-    print(f"ratio at 32 clients: {rows[2][1] / qps_in:.2f} (target ≥ 0.5)")
+        print(f"{'handle ' + str(c):>7} {qps:>8.1f} {qps / qps_in:>10.2f} {ms * med(lat):>8.1f} "
+              f"{ms * _pct(lat, 0.99):>8.1f}    -   (deployment handle from the driver: no proxy)")  # fmt: skip
+    print(
+        f"\np50 latency added by Serve at 1 client, median of {len(repeats)} paired repeats (target ≤ 10 ms):"
+    )
+    for t in thread_counts:
+        what = "the node's threads" if t == node_threads else "the replica's threads: Serve's own cost"
+        print(f"  vs in-process at {t} thread(s) ({what}): {med(added[t]):.1f} ms "
+              f"(repeats {', '.join(f'{a:.1f}' for a in added[t])})")  # fmt: skip
+    print(f"  the hops (client → proxy → replica): {med(hops):.1f} ms")
+    print(f"ratio at 32 clients: {rows[1][1] / qps_in:.2f} (target ≥ 0.5)")
     print(f"load test: {args.load_test} requests at 32 concurrent, {load_qps:.1f} q/s, "
           f"{sum(x >= 500 for x in load_codes)} server errors, {load_codes.count(200)} ok")  # fmt: skip
     print("bad requests: " + ", ".join(f"{want}->{got}" for _, want, got in bad)
