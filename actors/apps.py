@@ -49,7 +49,7 @@ INTERVIEW_ROUTES = (
 
 @dataclass(frozen=True)
 class ServeApp:
-    """One application for ``serve.run(app, name=name, route_prefix=route_prefix)``."""
+    """One application: what ``pipelines.common.run_apps`` deploys under ``name`` at ``route_prefix``."""
 
     name: str
     route_prefix: str
