@@ -27,6 +27,7 @@ from actors.builder import (
     llm_endpoint,
     retrieval_app_name,
     retriever_threads,
+    services_endpoint,
     serving_deployment_options,
 )
 from medagent.config import (
@@ -116,7 +117,10 @@ def build_serving_apps(
         # The CPU LLM is a deployment of this application; vLLM / external endpoints are reached over HTTP.
         llm_client = llm_handle if llm_handle is not None else llm_endpoint(session_llm, cluster)
         sessions_handle = serve.deployment(**opts["InterviewSessions"])(InterviewSessions).bind(
-            asdict(interview_sessions), asdict(session_llm), llm_client, retriever_app
+            asdict(interview_sessions),
+            asdict(session_llm),
+            llm_client,
+            services_endpoint(name) if retriever_app else None,
         )
     info = {
         "llm_served_name": llm.served_name if llm_handle is not None and llm else None,

@@ -27,8 +27,8 @@ class InterviewSessions(SessionStore):
         sessions: ``InterviewSessionsConfig`` as a dict (agent, embedder, ttl_s, max_sessions).
         llm: ``LLMConfig`` as a dict (served name, retries).
         llm_client: The LLM deployment's handle, or an endpoint dict (``actors.builder.llm_endpoint``).
-        retriever_app: The application whose Retriever deployment grounds the assessment
-            (``actors.builder.retrieval_app_name``; None: assessments are not grounded).
+        services: Where the Retriever that grounds the assessment is (``actors.builder.services_endpoint``;
+            None: assessments are not grounded).
         agent: A ready agent (tests inject one built on fakes; then ``llm_client`` and ``retriever`` are unused).
         clock: Seconds, monotonic (tests inject a fake clock).
     """
@@ -38,19 +38,19 @@ class InterviewSessions(SessionStore):
         sessions: dict[str, Any],
         llm: dict[str, Any],
         llm_client: Any = None,
-        retriever_app: str | None = None,
+        services: dict[str, Any] | None = None,
         *,
         agent: HistoryTakingAgent | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         cfg: InterviewSessionsConfig = to_dataclass(InterviewSessionsConfig, sessions)
         if agent is None and cfg.agent.mode == "amq":
-            agent = _build_agent(cfg, to_dataclass(LLMConfig, llm), llm_client, retriever_app)
+            agent = _build_agent(cfg, to_dataclass(LLMConfig, llm), llm_client, services)
         super().__init__(cfg, agent, clock=clock)  # type: ignore[arg-type]  # checked: mode != amq raises
 
 
 def _build_agent(
-    cfg: InterviewSessionsConfig, llm: LLMConfig, llm_client: Any, retriever_app: str | None
+    cfg: InterviewSessionsConfig, llm: LLMConfig, llm_client: Any, services: dict[str, Any] | None
 ) -> HistoryTakingAgent:
     from actors.common import chat_model_for, retriever_for, text_embedder
     from medagent.llm.handle import DeploymentHandleChatModel
@@ -59,7 +59,7 @@ def _build_agent(
         chat = chat_model_for(llm, llm_client)
     else:
         chat = DeploymentHandleChatModel(llm_client, llm.served_name, max_retries=llm.max_retries)
-    remote = retriever_for({"kind": "handle", "retriever_app": retriever_app}) if retriever_app else None
+    remote = retriever_for(services)
     agent_cfg = cfg.agent
     agent_cfg.json_schema = agent_cfg.json_schema and llm.supports_json_schema
     embedder = text_embedder(None if cfg.embedder is None else asdict(cfg.embedder))
