@@ -1,10 +1,11 @@
-"""``RetrieverHTTPServer.__call__``, the retrieval application's HTTP contract, without Ray: the search
-is replaced, the request is a real Starlette one built from an ASGI scope."""
+"""``RetrieverHTTPServer.__call__``, the retrieval application's HTTP contract, without Ray: the index
+search is replaced, the request is a real Starlette one built from an ASGI scope."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from typing import Any
 
 import pytest
@@ -13,16 +14,21 @@ from starlette.requests import Request
 from actors.retrieval_servers import RetrieverHTTPServer
 from medagent.api import RetrievedDocument, RetrieveRequest, RetrieveResponse
 
-SOURCES = {"pubmed", "textbooks"}
+
+class _Searcher:
+    sources = ("pubmed", "textbooks")
 
 
 class _Server(RetrieverHTTPServer):
-    def __init__(self) -> None:  # no index: the search below stands in for it
+    """The real handler and ``_search`` (its source check, its timing); only the batched index search under
+    them is replaced, and there is no index to load."""
+
+    def __init__(self) -> None:
+        self.searcher = _Searcher()  # type: ignore[assignment]
+        self._recent: deque[float] = deque(maxlen=8)
         self.seen: list[RetrieveRequest] = []
 
-    async def _search(self, req: RetrieveRequest) -> RetrieveResponse:
-        if req.sources and set(req.sources) - SOURCES:
-            raise ValueError(f"unknown source(s) {sorted(set(req.sources) - SOURCES)}")
+    async def _batched_search(self, req: RetrieveRequest) -> RetrieveResponse:  # type: ignore[override]
         self.seen.append(req)
         doc = RetrievedDocument(id="d1", score=1.0, source="pubmed", title="t", content="c", doc_id="d")
         return RetrieveResponse(query_id=req.query_id, results={"d1": 1.0}, documents=[doc])
