@@ -18,7 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 # bytecodes of the main thread and it arms one timer per test, so a test blocked in C code, or a teardown
 # that hangs after that timer fired, would otherwise hold CI until its global limit with nothing printed. This watchdog runs
 # in faulthandler's own C thread: past the limit it prints every thread's stack and ends the session.
-WATCHDOG_S = float(os.environ.get("MEDAGENT_TEST_WATCHDOG_S", "1800"))
+# A little over `make test`'s --timeout=900, which bounds setup, call and teardown of each test: every
+# minute above that is a minute of CI's 90 a hang may burn before anyone sees a stack.
+WATCHDOG_S = float(os.environ.get("MEDAGENT_TEST_WATCHDOG_S", "1020"))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -95,7 +95,9 @@ def test_one_real_res_interview_end_to_end_then_resume(
     agent = to_dataclass(
         HistoryAgentConfig, yaml.safe_load((CONF / "history_agent" / "amq.yaml").read_text())
     )
-    agent.max_turns = 2  # ~8 LLM calls + 2 judge calls: ~3 min on 2 quiet cores (in-process probe: 157 s)
+    # One turn: ~6 LLM calls + 1 judge call. Two turns took ~460 s of the suite here, the second turn
+    # exercising nothing the first does not.
+    agent.max_turns = 1
     cfg = InterviewRunConfig(
         interviews=InterviewsConfig(name="one_res", source="fareez", prefix="RES", ids=[INTERVIEW]),
         agent=agent,
@@ -116,7 +118,7 @@ def test_one_real_res_interview_end_to_end_then_resume(
     assert row.get("error") is None, row.get("error")
     rec, result = row["record"], row["result"]
     # The agent asked within its budget, then assessed from retrieved guideline parents.
-    assert 1 <= rec["n_turns"] <= 2 and len(row["simulator"]) == rec["n_turns"]
+    assert rec["n_turns"] == 1 and len(row["simulator"]) == rec["n_turns"]
     assessment = result["assessment"]
     assert assessment["grounded"] and assessment["passages"]
     assert all("#" in p["id"] and "." not in p["id"].split("#")[1] for p in assessment["passages"])  # parents
