@@ -194,7 +194,8 @@ def test_run_interviews_over_vllm(
     amq = to_dataclass(HistoryAgentConfig, yaml.safe_load((CONF / "history_agent" / "amq.yaml").read_text()))
     # SmolLM2 under a JSON schema writes until max_tokens (~8 tokens/s here), so every cap below is paid in
     # full, and a retry pays it twice: with two turns and one retry this was the suite's slowest test (~450 s
-    # here, past pytest's timeout on a slower CI machine). Retries and longer interviews have unit tests.
+    # on 2 quiet cores, close to pytest's 900 s on a slower CI machine). Retries and longer interviews have
+    # unit tests.
     amq = replace(amq, max_turns=1, max_retries=0, max_tokens_update=128, max_tokens_question=48,
                   max_tokens_summary=96, max_tokens_assessment=160, retrieval_mode="dense",
                   return_parents=False)  # fmt: skip
