@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,20 @@ from medagent.config import LLMConfig
 from medagent.llm.base import ChatModel
 from medagent.llm.handle import DeploymentHandleChatModel
 from medagent.llm.openai_client import OpenAIChatClient
+
+
+def worker_logging(logger: logging.Logger) -> None:
+    """Makes ``logger``'s INFO lines reach the worker's log (and the driver: ``log_to_driver``).
+
+    A Ray worker leaves the root logger unconfigured, so INFO would go nowhere; where the root logger has a
+    handler (a driver after ``setup_logging``, pytest) the records propagate there unchanged.
+    """
+    logger.setLevel(logging.INFO)
+    if logging.getLogger().handlers or logger.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
 
 
 def validate_columns(batch: dict[str, Any], required: Sequence[str], stage: str) -> None:

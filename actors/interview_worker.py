@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from typing import Any
 
-from actors.common import chat_model_for, retriever_for, text_embedder, validate_columns
+from actors.common import (
+    chat_model_for,
+    retriever_for,
+    text_embedder,
+    validate_columns,
+    worker_logging,
+)
 from actors.metrics import meters
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, LLMConfig, to_dataclass
 from medagent.history import build_history_agent
@@ -23,6 +30,8 @@ from medagent.history.reference import extract_reference
 from medagent.history.session import arm_name, closing_rule, evaluate_interview
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import LLMError
+
+log = logging.getLogger(__name__)
 
 REQUIRED_INPUT_KEYS = ("id", "interview")
 # Optional column: ``transcript``, the amq agent's own transcript (single_shot with context=transcript_run).
@@ -71,6 +80,7 @@ class InterviewWorker:
         gold_diagnoses: dict[str, list[str]] | None = None,
         data_root: str | None = None,
     ) -> None:
+        worker_logging(log)
         self.agent_cfg: HistoryAgentConfig = to_dataclass(HistoryAgentConfig, agent)
         self.eval_cfg: InterviewEvalConfig = to_dataclass(InterviewEvalConfig, eval)
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
@@ -96,6 +106,9 @@ class InterviewWorker:
 
     async def _one(self, interview: Interview, own_transcript: str | None = None) -> dict[str, Any]:
         async with self._sem:
+            # One line per interview in the worker's log (the dashboard's Logs tab): a CPU interview takes
+            # minutes and the run's progress bar only moves when a batch ends.
+            log.info("interview %s: started (%s)", interview.id, arm_name(self.agent_cfg))
             start = time.perf_counter()
             try:
                 row = await evaluate_interview(
@@ -116,6 +129,13 @@ class InterviewWorker:
                 "elapsed_s": round(time.perf_counter() - start, 3),
             }
             meters().interview(row)
+            result = row.get("result") or {}
+            outcome = (
+                row.get("error")
+                or row.get("skipped")
+                or f"{result.get('n_turns')} turns ({result.get('finish_reason')})"
+            )
+            log.info("interview %s: %s in %.0f s", interview.id, outcome, row["elapsed_s"])
             return row
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +101,7 @@ class _FakeScorer:
         return [0.8 for _ in predictions]
 
 
-def test_worker_records_an_endpoint_failure_as_the_rows_error() -> None:
+def test_worker_records_an_endpoint_failure_as_the_rows_error(caplog: pytest.LogCaptureFixture) -> None:
     from actors.interview_worker import InterviewWorker
 
     class Down:
@@ -113,15 +115,22 @@ def test_worker_records_an_endpoint_failure_as_the_rows_error() -> None:
     worker.llm, worker.embedder, worker.agent = ScriptedChatModel(_evaluator), BagOfWordsEmbedder(), Down()  # type: ignore[assignment]
     worker._sem = asyncio.Semaphore(1)
     worker.gold, worker.canonical = {}, None
-    out = asyncio.run(worker({"id": ["T1"], "interview": [parse_transcript(TEXT, "T1").to_json()]}))
+    with caplog.at_level(logging.INFO, logger="actors.interview_worker"):
+        out = asyncio.run(worker({"id": ["T1"], "interview": [parse_transcript(TEXT, "T1").to_json()]}))
     row = json.loads(out["row"][0])
     assert out["id"] == ["T1"] and row["error"] == "LLMError: endpoint down" and row["mode"] == "amq"
+    # One line when an interview starts and one when it ends, with what happened.
+    lines = [r.getMessage() for r in caplog.records if r.name == "actors.interview_worker"]
+    assert lines[0] == "interview T1: started (amq)"
+    assert re.fullmatch(r"interview T1: LLMError: endpoint down in \d+ s", lines[1])
     assert row["reference"]["usable"]
     with pytest.raises(ValueError, match="InterviewWorker.*interview"):
         asyncio.run(worker({"id": ["T1"]}))
 
 
-def test_worker_scores_the_differential_against_meditod_gold(data_root: Path) -> None:
+def test_worker_scores_the_differential_against_meditod_gold(
+    data_root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Gold diagnoses reach the scorer only; the ontology's disease lexicon canonicalises both sides."""
     from actors.interview_worker import InterviewWorker
     from medagent.interview.annotate.vocab import build_disease_lexicon
@@ -147,11 +156,16 @@ def test_worker_scores_the_differential_against_meditod_gold(data_root: Path) ->
     hits = {}
     for gold_dx in (["covid-19 virus disease"], ["chronic bronchitis"]):  # the agent says "COVID-19"
         worker.gold = {"T1": gold_dx}
-        out = asyncio.run(worker({"id": ["T1"], "interview": [parse_transcript(TEXT, "T1").to_json()]}))
+        with caplog.at_level(logging.INFO, logger="actors.interview_worker"):
+            out = asyncio.run(worker({"id": ["T1"], "interview": [parse_transcript(TEXT, "T1").to_json()]}))
         rec = json.loads(out["row"][0])["record"]
         assert rec["gold_diagnoses"] == gold_dx
         hits[gold_dx[0]] = rec["differential_hit"]
     assert hits == {"covid-19 virus disease": True, "chronic bronchitis": False}
+    done = [r.getMessage() for r in caplog.records if "started" not in r.getMessage()]
+    assert len(done) == 2 and all(
+        re.fullmatch(r"interview T1: 3 turns \(turn budget \(3\) spent\) in \d+ s", m) for m in done
+    ), done
 
 
 def test_report_from_rows(tmp_path: Path) -> None:
