@@ -54,6 +54,10 @@ def ray_env(cluster: ClusterConfig) -> None:
     if cluster.worker_niceness is not None and cluster.address is None:
         # Read by the raylet this ray.init starts; an explicit RAY_worker_niceness in the environment wins.
         os.environ.setdefault("RAY_worker_niceness", str(cluster.worker_niceness))  # noqa: SIM112
+    if cluster.serve_direct_ingress and cluster.address is None:
+        # Read when Serve's controller and replicas import it; the raylet this driver starts, and so every
+        # worker, inherits the driver's environment.
+        os.environ.setdefault("RAY_SERVE_ENABLE_DIRECT_INGRESS", "1")
 
 
 def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
@@ -82,6 +86,36 @@ def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
 
 def serve_http_options(cluster: ClusterConfig) -> dict[str, Any]:
     return {"host": cluster.http_host, "port": cluster.http_port, "location": cluster.serve_proxy_location}
+
+
+def direct_ingress_urls(app_names: list[str]) -> dict[str, str]:
+    """Base URL of each application's ingress replica under direct ingress (``cluster.serve_direct_ingress``),
+    by application name; empty without it. Serve publishes the replica ports only as the controller's target
+    groups (the list its HAProxy mode routes by), through an internal call."""
+    import ray
+    from ray.serve._private import constants
+
+    # The controller read the variable when it started (this process may have imported Serve before).
+    if not (
+        constants.RAY_SERVE_ENABLE_DIRECT_INGRESS or os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") == "1"
+    ):
+        return {}
+    controller = ray.get_actor(constants.SERVE_CONTROLLER_NAME, namespace=constants.SERVE_NAMESPACE)
+    urls: dict[str, str] = {}
+    for app in app_names:
+        groups: list[Any] = ray.get(controller.get_target_groups.remote(app))
+        urls.update(direct_targets(groups))
+    return urls
+
+
+def direct_targets(groups: list[Any]) -> dict[str, str]:
+    """``{app name: http://ip:port}`` of the first replica of each HTTP target group that points at
+    replicas (a target group without an app name points at the proxy)."""
+    return {
+        g.app_name: f"http://{g.targets[0].ip}:{g.targets[0].port}"
+        for g in groups
+        if g.app_name and g.targets and str(getattr(g.protocol, "value", g.protocol)).upper() == "HTTP"
+    }
 
 
 def serve_start_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
@@ -236,19 +270,23 @@ def annotate_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     }
 
 
-def interview_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+def interview_worker_map_kwargs(cluster: ClusterConfig, concurrency: int) -> dict[str, Any]:
     """``map_batches`` options for ``InterviewWorker`` (history taking against the simulated patient).
 
     Same shape as the agent workers: a small pool of actors on fractional CPUs (ray-project/ray#44687),
     since a worker mostly waits on the LLM. An interview is minutes of LLM calls, so a batch is ONE
-    interview: each reaches the driver (and the run dir) as soon as it finishes. The async actor takes
-    several batches at once (RAY_DATA_DEFAULT_ASYNC_BATCH_UDF_MAX_CONCURRENCY, default 4) and runs them
-    up to ``agent.max_concurrency`` at a time.
+    interview: each reaches the driver (and the run dir) as soon as it finishes. Ray Data runs an async
+    UDF's batches concurrently only within one task (one block), and a map actor takes one task at a time
+    unless told otherwise; with one interview per block, each actor ran one interview at a time whatever
+    ``agent.max_concurrency`` said. ``max_concurrent_calls_per_actor`` lets ``concurrency`` tasks run at once
+    on the actor's event loop, where the worker's semaphore holds them to ``agent.max_concurrency``.
     """
     import ray.data
 
     return {
-        "compute": ray.data.ActorPoolStrategy(size=cluster.num_workers),
+        "compute": ray.data.ActorPoolStrategy(
+            size=cluster.num_workers, max_concurrent_calls_per_actor=max(1, concurrency)
+        ),
         "num_cpus": cluster.worker_num_cpus,
         "num_gpus": cluster.worker_num_gpus,
         "batch_size": 1,

@@ -131,7 +131,7 @@ def stream_rows(
             "embedder": asdict(cfg.embedder) if cfg.embedder else None,
             **gold_kwargs(cfg),
         },
-        **interview_worker_map_kwargs(cfg.cluster),
+        **interview_worker_map_kwargs(cfg.cluster, cfg.agent.max_concurrency),
     )
     for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
         yield [json.loads(s) for s in batch["row"]]
