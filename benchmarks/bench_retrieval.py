@@ -145,6 +145,12 @@ def main() -> None:
         default=RetrieverConfig().mode,
         help="search mode of both sides (default: the retriever's default)",
     )
+    parser.add_argument(
+        "--direct-ingress",
+        action="store_true",
+        help="RAY_SERVE_ENABLE_DIRECT_INGRESS=1: the retriever replica also listens on its own port; Serve at 1"
+        " client is then measured both through the proxy and straight to the replica (the proxy's own hop)",
+    )
     parser.add_argument("--in-process-threads", type=int, default=None, help="torch threads of the baseline")
     parser.add_argument("--load-test", type=int, default=1000, help="requests of the load test (0: skip)")
     parser.add_argument(
@@ -175,11 +181,17 @@ def main() -> None:
         cluster.retriever_threads = args.retriever_threads
     if args.serve_same_loop is not None:
         cluster.serve_same_loop = bool(args.serve_same_loop)
+    cluster.serve_direct_ingress = args.direct_ingress
     with ray_session(cluster):
         from ray import serve
 
         from actors.apps import build_serving_apps
-        from actors.builder import RETRIEVER_DEPLOYMENT, retrieval_app_name, serve_start_kwargs
+        from actors.builder import (
+            RETRIEVER_DEPLOYMENT,
+            direct_ingress_urls,
+            retrieval_app_name,
+            serve_start_kwargs,
+        )
         from pipelines.common import run_apps
 
         # Started as the product starts it (pipelines.serve): proxy logs at cluster.serve_log_level; the
@@ -193,7 +205,12 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         handle = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=retrieval_app_name("bench"))
         replica = handle.runtime_info.remote().result()
+        direct = direct_ingress_urls([retrieval_app_name("bench")]).get(retrieval_app_name("bench"))
+        if args.direct_ingress and not direct:
+            raise RuntimeError("direct ingress is on but Serve lists no replica port for the retriever")
         asyncio.run(_through_serve(url, queries[:16], 4))  # warm-up
+        if direct:
+            asyncio.run(_through_serve(direct, queries[:16], 4))
         # Baselines and Serve at 1 client in turn, `repeats` times: on a shared machine the speed of the
         # same search drifts by tens of percent between minutes, so each comparison is paired in time.
         # The second baseline runs with the replica's thread count: the difference to it is Serve's own
@@ -204,7 +221,8 @@ def main() -> None:
             base = {t: _in_process(searcher, queries, args.mode, t) for t in thread_counts}
             qps1, lat1, codes1 = asyncio.run(_through_serve(url, queries, 1))
             inside = handle.recent_latencies.remote(len(queries)).result()
-            repeats.append((base, qps1, lat1, inside, sum(x >= 500 for x in codes1)))
+            lat_direct = asyncio.run(_through_serve(direct, queries, 1))[1] if direct else []
+            repeats.append((base, qps1, lat1, inside, sum(x >= 500 for x in codes1), lat_direct))
         rows = [(c, *asyncio.run(_through_serve(url, queries, c))) for c in (8, 32)]
         # The same requests by deployment handle from this process: no HTTP proxy.
         by_handle = [(c, *asyncio.run(_through_handle(handle, queries, c))) for c in (1, 32)]
@@ -231,7 +249,7 @@ def main() -> None:
           + f" {'Serve @1':>9} {'in replica':>10} {'hops':>6} " + " ".join(f"{'added vs ' + str(t):>11}" for t in thread_counts))  # fmt: skip
     added: dict[int, list[float]] = {t: [] for t in thread_counts}
     hops = []
-    for i, (base, _, lat1, inside, _) in enumerate(repeats, 1):
+    for i, (base, _, lat1, inside, _, _) in enumerate(repeats, 1):
         p_serve, p_inside = ms * med(lat1), ms * med(inside)
         hops.append(p_serve - p_inside)
         for t in thread_counts:
@@ -255,6 +273,17 @@ def main() -> None:
         print(f"  vs in-process at {t} thread(s) ({what}): {med(added[t]):.1f} ms "
               f"(repeats {', '.join(f'{a:.1f}' for a in added[t])})")  # fmt: skip
     print(f"  the hops (client → proxy → replica): {med(hops):.1f} ms")
+    if direct:
+        direct_p50 = [ms * med(r[5]) for r in repeats]
+        via_proxy = [ms * med(r[2]) for r in repeats]
+        for t in thread_counts:
+            d_added = [d - ms * med(r[0][t][1]) for d, r in zip(direct_p50, repeats, strict=True)]
+            print(f"  added with direct ingress, vs in-process at {t} thread(s): {med(d_added):.1f} ms "
+                  f"(repeats {', '.join(f'{a:.1f}' for a in d_added)})")  # fmt: skip
+        print(f"  direct ingress ({direct}, no proxy): p50 {med(direct_p50):.1f} ms at 1 client vs "
+              f"{med(via_proxy):.1f} ms through the proxy; the proxy's hop: "
+              f"{med(p - d for p, d in zip(via_proxy, direct_p50, strict=True)):.1f} ms "
+              f"(repeats {', '.join(f'{p - d:.1f}' for p, d in zip(via_proxy, direct_p50, strict=True))})")  # fmt: skip
     print(f"ratio at 32 clients: {rows[1][1] / qps_in:.2f} (target ≥ 0.5)")
     print(f"load test: {args.load_test} requests at 32 concurrent, {load_qps:.1f} q/s, "
           f"{sum(x >= 500 for x in load_codes)} server errors, {load_codes.count(200)} ok")  # fmt: skip

@@ -53,7 +53,7 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
     from ray import serve
 
     from actors.apps import INTERVIEW_ROUTES, ROUTES
-    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, serve_start_kwargs
+    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, direct_ingress_urls, serve_start_kwargs
 
     serve.start(**serve_start_kwargs(cfg.cluster))
     t0 = time.perf_counter()
@@ -69,6 +69,11 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
         routes += [f"{r.split()[0]} {base}{r.split()[1]}" for r in INTERVIEW_ROUTES]
     if cfg.llm.backend == "vllm":
         routes.append(f"{base}{LLM_ROUTE}/v1/chat/completions  (ray.serve.llm)")
+    # cluster.serve_direct_ingress: each application's replica also answers its routes on its own port.
+    direct = direct_ingress_urls(list(serve.status().applications))
+    routes += [
+        f"{url}  (direct ingress to application {app!r}: its routes, no proxy)" for app, url in direct.items()
+    ]
     return {"handle": handle, "base_url": base, "routes": routes}
 
 

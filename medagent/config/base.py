@@ -172,6 +172,14 @@ class ClusterConfig:
     # index, 9.6 vs 9.8 ms on cpu_default), and a replica with its own env vars needs a dedicated worker
     # process. Safe for these three: their blocking work runs in worker threads. The LLM keeps the default.
     serve_same_loop: bool = False
+    # Serve's direct ingress (RAY_SERVE_ENABLE_DIRECT_INGRESS=1, alpha in Ray 2.60): each ingress replica
+    # also listens on a port of its own (30000 up), which a client or an external load balancer calls
+    # without the HTTP proxy; the proxy's port keeps working. The proxy is most of what Serve adds to a
+    # short search: on the demo index its hop measured 8.1 ms of the 12.7 ms added at 1 client
+    # (benchmarks/bench_retrieval.py --direct-ingress). Off by default: the replica ports are not stable
+    # addresses (`pipelines.serve` prints them), and an ingress replica then drains for >= 30 s on shutdown.
+    # Set for a cluster this process starts; on a running cluster set the variable on every node.
+    serve_direct_ingress: bool = False
     # Custom Ray resources that retriever and reranker replicas require, e.g. {retrieval_node: 0.01}
     # with the matching `resources` in the retrieval worker group's rayStartParams: pins them to that group
     # instead of whatever GPU is free first (an autoscaled retrieval replica could take the LLM node's).
