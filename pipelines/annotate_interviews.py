@@ -40,7 +40,7 @@ from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import Annotation
 from medagent.run import RunDir, build_manifest
-from pipelines.common import drain, log, ray_session, setup_logging
+from pipelines.common import drain, finished_batches, log, ray_session, setup_logging
 
 ANNOTATORS = ("lexicon", "llm")
 RUN, GOLD = "run", "gold"
@@ -92,7 +92,7 @@ def stream_llm_annotations(
         },
         **annotate_worker_map_kwargs(cfg.cluster),
     )
-    for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
+    for batch in finished_batches(ds, "pandas"):
         yield [
             (role, Annotation.from_dict(json.loads(s)))
             for role, s in zip(batch["role"], batch["annotation"], strict=True)

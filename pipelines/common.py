@@ -71,6 +71,16 @@ def drain(
     return done, n_failed
 
 
+def finished_batches(ds: Any, batch_format: str) -> Iterator[Any]:
+    """Each output block of ``ds`` as soon as it is finished, for loops that persist results one by one.
+
+    Ray Data's default ``prefetch_batches=1`` makes the iterator wait for block k+1 before it yields block k:
+    with minutes per block (an interview, a question, an embedded shard), every finished result sat in the
+    iterator until the next one was done, and an interrupted run lost it.
+    """
+    yield from ds.iter_batches(batch_size=None, batch_format=batch_format, prefetch_batches=0)
+
+
 def register_configs() -> None:
     """Registers the typed schema that ``conf/config.yaml`` lists first in its defaults."""
     ConfigStore.instance().store(name="run_schema", node=RunConfig)

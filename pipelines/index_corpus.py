@@ -53,7 +53,7 @@ from medagent.retrieval.layout import (
     write_json_atomic,
     write_text_atomic,
 )
-from pipelines.common import ray_session, setup_logging
+from pipelines.common import finished_batches, ray_session, setup_logging
 
 log = logging.getLogger("medagent.index")
 
@@ -248,7 +248,7 @@ def embed_missing(
     )
     collector = ShardCollector(layout, expected)
     every = max(1, len(todo) // 50)
-    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+    for batch in finished_batches(ds, "numpy"):
         for source, k in collector.add(batch):  # type: ignore[arg-type]
             if on_shard is not None:
                 on_shard(source, k, expected[(source, k)])

@@ -24,6 +24,7 @@ from medagent.run import RunDir, build_manifest, check_resume
 from medagent.types import Prediction, Question
 from pipelines.common import (
     drain,
+    finished_batches,
     log,
     ray_session,
     register_configs,
@@ -157,7 +158,7 @@ def stream_predictions(
         },
         **agent_worker_map_kwargs(cfg.cluster),
     )
-    for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
+    for batch in finished_batches(ds, "pandas"):
         yield [Prediction.from_dict(json.loads(s)) for s in batch["prediction"]]
 
 

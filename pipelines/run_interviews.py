@@ -55,7 +55,15 @@ from medagent.history.session import arm_name, closing_rule
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.run import RunDir, build_manifest, check_resume
-from pipelines.common import drain, log, ray_session, run_apps, run_llm_app, setup_logging
+from pipelines.common import (
+    drain,
+    finished_batches,
+    log,
+    ray_session,
+    run_apps,
+    run_llm_app,
+    setup_logging,
+)
 
 KEY = "interview_id"
 
@@ -133,7 +141,7 @@ def stream_rows(
         },
         **interview_worker_map_kwargs(cfg.cluster, cfg.agent.max_concurrency),
     )
-    for batch in ds.iter_batches(batch_size=None, batch_format="pandas"):
+    for batch in finished_batches(ds, "pandas"):
         yield [json.loads(s) for s in batch["row"]]
 
 

@@ -1,0 +1,105 @@
+"""How our long-running Ray Data maps stream: concurrency per actor, and delivery as soon as a row is done.
+
+* InterviewWorker's pool runs ``agent.max_concurrency`` interviews at once on one actor. A batch is one
+  interview, and a Ray Data map actor takes one task at a time unless told otherwise: the async worker's
+  own semaphore then never had a second interview to admit. Counted inside the callable (no clocks).
+* ``pipelines.common.finished_batches`` hands the driver each row before the next one is finished (Ray
+  Data's default prefetch held every finished row until the next was done, so an interrupted run lost it).
+  Each row waits, within a bound, until the driver has recorded the row before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from actors.builder import interview_worker_map_kwargs
+from medagent.config import ClusterConfig
+from pipelines.common import finished_batches
+
+
+class _Counting:
+    """Stands in for InterviewWorker: an async ``__call__`` that waits until enough calls are inside."""
+
+    def __init__(self, limit: int) -> None:
+        self.sem = asyncio.Semaphore(limit)
+        self.inside = 0
+        self.most = 0
+
+    async def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        async with self.sem:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            for _ in range(200):  # hold the slot until another call joins, or give up after ~2 s
+                if self.inside > 1:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
+            self.inside -= 1
+            return {"id": batch["id"], "most": [self.most] * len(batch["id"])}
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_the_pool_admits_max_concurrency_interviews(ray_cluster: Any, concurrency: int) -> None:
+    cluster = ClusterConfig(num_workers=1, worker_num_cpus=0.25)
+    ds = ray_cluster.data.from_items([{"id": i} for i in range(6)]).map_batches(
+        _Counting,
+        fn_constructor_kwargs={"limit": concurrency},
+        **interview_worker_map_kwargs(cluster, concurrency),
+    )
+    rows = ds.take_all()
+    assert sorted(r["id"] for r in rows) == list(range(6))
+    assert max(r["most"] for r in rows) == concurrency
+
+
+class _Seen:
+    """What the driver has received so far (a Ray actor both sides can reach)."""
+
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def mark(self, i: int) -> None:
+        self.ids.add(i)
+
+    def has(self, i: int) -> bool:
+        return i in self.ids
+
+
+class _WaitsForTheDriver:
+    """Row i finishes only once the driver holds row i - 1, or gives up after ~30 s and says so."""
+
+    def __init__(self, seen: Any) -> None:
+        self.seen = seen
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import ray
+
+        i = int(batch["id"][0])
+        delivered = i == 0
+        for _ in range(600):
+            if delivered:
+                break
+            delivered = ray.get(self.seen.has.remote(i - 1))
+            if not delivered:
+                time.sleep(0.05)
+        return {"id": [i], "previous_delivered": [delivered]}
+
+
+def test_finished_rows_reach_the_driver_before_the_next_is_done(ray_cluster: Any) -> None:
+    seen = ray_cluster.remote(_Seen).remote()
+    ds = ray_cluster.data.from_items([{"id": i} for i in range(4)]).map_batches(
+        _WaitsForTheDriver,
+        fn_constructor_kwargs={"seen": seen},
+        compute=ray_cluster.data.ActorPoolStrategy(size=1),
+        num_cpus=0.25,
+        batch_size=1,
+    )
+    got = []
+    for batch in finished_batches(ds, "pandas"):
+        for i, ok in zip(batch["id"], batch["previous_delivered"], strict=True):
+            ray_cluster.get(seen.mark.remote(int(i)))
+            got.append((int(i), bool(ok)))
+    assert sorted(got) == [(i, True) for i in range(4)]
