@@ -199,16 +199,29 @@ def services_endpoint(app: str = APP, base_url: str | None = None) -> dict[str, 
     return {"kind": "handle", "app": app, "retriever_app": retrieval_app_name(app)}
 
 
-def agent_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
-    """``map_batches`` options for ``AgentWorker``.
+def llm_worker_pool(cluster: ClusterConfig, concurrency: int) -> Any:
+    """The actor pool of an async worker that mostly waits on the LLM, running ``concurrency`` tasks at once.
+
+    Ray Data runs an async UDF's batches concurrently only within one task (one block), and a map actor
+    takes one task at a time unless told otherwise: with small batches (one interview, one CPU question)
+    each actor ran one at a time whatever the worker's semaphore allowed. ``max_concurrent_calls_per_actor``
+    lets ``concurrency`` tasks share the actor's event loop, where the semaphore still bounds the work.
+    """
+    import ray.data
+
+    return ray.data.ActorPoolStrategy(
+        size=cluster.num_workers, max_concurrent_calls_per_actor=max(1, concurrency)
+    )
+
+
+def agent_worker_map_kwargs(cluster: ClusterConfig, concurrency: int = 1) -> dict[str, Any]:
+    """``map_batches`` options for ``AgentWorker`` (``concurrency``: ``agent.max_concurrency``).
 
     Workers take a fractional CPU: Ray Data hangs when actors hold every CPU of a small machine
     (ray-project/ray#44687), and an agent worker mostly waits on the LLM anyway.
     """
-    import ray.data
-
     return {
-        "compute": ray.data.ActorPoolStrategy(size=cluster.num_workers),
+        "compute": llm_worker_pool(cluster, concurrency),
         "num_cpus": cluster.worker_num_cpus,
         "num_gpus": cluster.worker_num_gpus,
         "batch_size": cluster.batch_size,
@@ -254,16 +267,14 @@ def retriever_threads(cluster: ClusterConfig) -> int | None:
     return cluster.retriever_threads
 
 
-def annotate_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
+def annotate_worker_map_kwargs(cluster: ClusterConfig, concurrency: int = 1) -> dict[str, Any]:
     """``map_batches`` options for ``AnnotateWorker`` (LLM interview annotation).
 
     Same shape as the agent workers: a small actor pool on fractional CPUs (ray-project/ray#44687), since a
     worker mostly waits on the LLM; interviews are long, so a batch holds ``batch_size`` of them.
     """
-    import ray.data
-
     return {
-        "compute": ray.data.ActorPoolStrategy(size=cluster.num_workers),
+        "compute": llm_worker_pool(cluster, concurrency),
         "num_cpus": cluster.worker_num_cpus,
         "num_gpus": cluster.worker_num_gpus,
         "batch_size": cluster.batch_size,

@@ -90,7 +90,7 @@ def stream_llm_annotations(
             "symptoms": symptoms,
             "diseases": diseases,
         },
-        **annotate_worker_map_kwargs(cfg.cluster),
+        **annotate_worker_map_kwargs(cfg.cluster, cfg.annotator.max_concurrency),
     )
     for batch in finished_batches(ds, "pandas"):
         yield [

@@ -156,7 +156,7 @@ def stream_predictions(
             "services_endpoint": services_ep,
             "kill_once_file": cfg.kill_worker_once_file,
         },
-        **agent_worker_map_kwargs(cfg.cluster),
+        **agent_worker_map_kwargs(cfg.cluster, cfg.agent.max_concurrency),
     )
     for batch in finished_batches(ds, "pandas"):
         yield [Prediction.from_dict(json.loads(s)) for s in batch["prediction"]]

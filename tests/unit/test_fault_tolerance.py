@@ -13,7 +13,7 @@ def _extra_remote_args() -> dict[str, object]:
     """What ``agent_worker_map_kwargs`` passes beyond map_batches' named parameters (nothing: we do not
     override Ray Data's restart / retry defaults)."""
     named = {"compute", "num_cpus", "num_gpus", "batch_size"}
-    return {k: v for k, v in agent_worker_map_kwargs(ClusterConfig()).items() if k not in named}
+    return {k: v for k, v in agent_worker_map_kwargs(ClusterConfig(), 4).items() if k not in named}
 
 
 def test_ray_data_restarts_pool_actors_and_retries_their_batches() -> None:
