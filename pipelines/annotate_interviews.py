@@ -92,7 +92,7 @@ def stream_llm_annotations(
         },
         **annotate_worker_map_kwargs(cfg.cluster, cfg.annotator.max_concurrency),
     )
-    for batch in finished_batches(ds, "pandas"):
+    for batch in finished_batches(ds, "pandas", llm_bound=True):
         yield [
             (role, Annotation.from_dict(json.loads(s)))
             for role, s in zip(batch["role"], batch["annotation"], strict=True)

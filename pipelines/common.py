@@ -71,13 +71,20 @@ def drain(
     return done, n_failed
 
 
-def finished_batches(ds: Any, batch_format: str) -> Iterator[Any]:
+def finished_batches(ds: Any, batch_format: str, *, llm_bound: bool = False) -> Iterator[Any]:
     """Each output block of ``ds`` as soon as it is finished, for loops that persist results one by one.
 
     Ray Data's default ``prefetch_batches=1`` makes the iterator wait for block k+1 before it yields block k:
     with minutes per block (an interview, a question, an embedded shard), every finished result sat in the
     iterator until the next one was done, and an interrupted run lost it.
+
+    ``llm_bound``: the blocks are model conversations. Ray Data fails a dataset in which no block finished
+    for 30 minutes (``execution_no_progress_timeout_s``); a CPU interview on a loaded machine took longer,
+    and the run died with the interviews in flight. Every model call is bounded by ``llm.request_timeout_s``
+    and its retries, so a stuck call already ends as the row's endpoint error: the guard is turned off.
     """
+    if llm_bound:
+        ds.context.execution_no_progress_timeout_s = -1
     yield from ds.iter_batches(batch_size=None, batch_format=batch_format, prefetch_batches=0)
 
 

@@ -158,7 +158,7 @@ def stream_predictions(
         },
         **agent_worker_map_kwargs(cfg.cluster, cfg.agent.max_concurrency),
     )
-    for batch in finished_batches(ds, "pandas"):
+    for batch in finished_batches(ds, "pandas", llm_bound=True):
         yield [Prediction.from_dict(json.loads(s)) for s in batch["prediction"]]
 
 

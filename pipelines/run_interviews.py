@@ -141,7 +141,7 @@ def stream_rows(
         },
         **interview_worker_map_kwargs(cfg.cluster, cfg.agent.max_concurrency),
     )
-    for batch in finished_batches(ds, "pandas"):
+    for batch in finished_batches(ds, "pandas", llm_bound=True):
         yield [json.loads(s) for s in batch["row"]]
 
 

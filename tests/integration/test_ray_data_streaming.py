@@ -103,3 +103,32 @@ def test_finished_rows_reach_the_driver_before_the_next_is_done(ray_cluster: Any
             ray_cluster.get(seen.mark.remote(int(i)))
             got.append((int(i), bool(ok)))
     assert sorted(got) == [(i, True) for i in range(4)]
+
+
+class _Slow:
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(6)
+        return batch
+
+
+@pytest.mark.parametrize("llm_bound", [False, True])
+def test_a_slow_llm_bound_map_is_not_failed_for_lack_of_progress(ray_cluster: Any, llm_bound: bool) -> None:
+    """Ray Data's no-progress guard (30 min by default, 2 s here) fails a map whose blocks take longer;
+    LLM-bound loops turn it off, since their calls have their own timeouts."""
+    from ray.data import DataContext
+    from ray.data.exceptions import ExecutionTimeoutError
+
+    ctx = DataContext.get_current()
+    default = ctx.execution_no_progress_timeout_s
+    ctx.execution_no_progress_timeout_s = 2
+    try:
+        ds = ray_cluster.data.from_items([{"id": 0}]).map_batches(
+            _Slow, compute=ray_cluster.data.ActorPoolStrategy(size=1), num_cpus=0.25, batch_size=1
+        )
+        if llm_bound:
+            assert [int(i) for b in finished_batches(ds, "pandas", llm_bound=True) for i in b["id"]] == [0]
+        else:
+            with pytest.raises(ExecutionTimeoutError):
+                list(finished_batches(ds, "pandas"))
+    finally:
+        ctx.execution_no_progress_timeout_s = default
