@@ -102,6 +102,7 @@ def test_finished_rows_reach_the_driver_before_the_next_is_done(ray_cluster: Any
         for i, ok in zip(batch["id"], batch["previous_delivered"], strict=True):
             ray_cluster.get(seen.mark.remote(int(i)))
             got.append((int(i), bool(ok)))
+    ray_cluster.kill(seen)
     assert sorted(got) == [(i, True) for i in range(4)]
 
 
