@@ -286,18 +286,11 @@ def interview_worker_map_kwargs(cluster: ClusterConfig, concurrency: int) -> dic
 
     Same shape as the agent workers: a small pool of actors on fractional CPUs (ray-project/ray#44687),
     since a worker mostly waits on the LLM. An interview is minutes of LLM calls, so a batch is ONE
-    interview: each reaches the driver (and the run dir) as soon as it finishes. Ray Data runs an async
-    UDF's batches concurrently only within one task (one block), and a map actor takes one task at a time
-    unless told otherwise; with one interview per block, each actor ran one interview at a time whatever
-    ``agent.max_concurrency`` said. ``max_concurrent_calls_per_actor`` lets ``concurrency`` tasks run at once
-    on the actor's event loop, where the worker's semaphore holds them to ``agent.max_concurrency``.
+    interview: each reaches the driver (and the run dir) as soon as it finishes; ``concurrency``
+    (``agent.max_concurrency``) of them run at once on each actor (``llm_worker_pool``).
     """
-    import ray.data
-
     return {
-        "compute": ray.data.ActorPoolStrategy(
-            size=cluster.num_workers, max_concurrent_calls_per_actor=max(1, concurrency)
-        ),
+        "compute": llm_worker_pool(cluster, concurrency),
         "num_cpus": cluster.worker_num_cpus,
         "num_gpus": cluster.worker_num_gpus,
         "batch_size": 1,
