@@ -8,7 +8,7 @@ Requests are validated by the wire models of ``medagent.api`` (422 on malformed 
 or oversized inputs) and forwarded to the deployments through handles; errors a deployment raises for a
 request (unknown source, refused prompt) become 4xx here and nowhere deeper. OpenAPI lives at ``/docs``.
 
-Interview sessions (``medagent.history.sessions``): unknown or expired session -> 404, finished or busy
+Interview sessions (``medagent.history.live.sessions``): unknown or expired session -> 404, finished or busy
 session -> 409, too many live sessions -> 429, a failed LLM / retriever call -> 502 (the session keeps its
 state: send the answer again). ``GET /interview`` serves the page where a person plays the patient
 (``actors/static/interview.html`` + ``interview.js``, package data, no build step): it calls the same
@@ -35,7 +35,7 @@ from medagent.api import (
     RetrieveRequest,
     RetrieveResponse,
 )
-from medagent.history.sessions import SessionConflict, SessionLimitReached, SessionNotFound
+from medagent.history.live.sessions import SessionConflict, SessionLimitReached, SessionNotFound
 from medagent.llm.base import LLMError
 
 app = FastAPI(

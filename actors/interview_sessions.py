@@ -1,4 +1,4 @@
-"""The history-taking session store as a Serve deployment: ``medagent.history.sessions.InterviewSessions``
+"""The history-taking session store as a Serve deployment: ``medagent.history.live.sessions.InterviewSessions``
 with its agent built from the cluster's LLM (handle or endpoint) and guideline retriever.
 
 A plain class made a deployment by ``actors.builder``; the session logic (and its errors) live in the
@@ -14,8 +14,8 @@ from typing import Any
 
 from medagent.config import InterviewSessionsConfig, LLMConfig, to_dataclass
 from medagent.history import HistoryTakingAgent
-from medagent.history.sessions import InterviewSessions as SessionStore
-from medagent.history.sessions import SessionConflict, SessionLimitReached, SessionNotFound
+from medagent.history.live.sessions import InterviewSessions as SessionStore
+from medagent.history.live.sessions import SessionConflict, SessionLimitReached, SessionNotFound
 
 __all__ = ["InterviewSessions", "SessionConflict", "SessionLimitReached", "SessionNotFound"]
 

@@ -3,7 +3,7 @@
 One long-lived actor holds the LLM client, the agent (``amq`` or ``single_shot``), the sentence embedder
 and the guideline retriever client; ``__call__`` is a coroutine, so Ray Data runs the actor as an async
 actor and interviews from several batches run concurrently up to ``agent.max_concurrency``. Per interview
-it calls ``medagent.history.session.evaluate_interview`` (simulator grounded in that interview -> agent ->
+it calls ``medagent.history.evaluation.runner.evaluate_interview`` (simulator grounded in that interview -> agent ->
 fidelity judge -> reference red flags -> record). An endpoint failure (``LLMError``, including the
 retriever's ``ServiceError``) becomes the row's ``error``; any other exception is a bug and propagates.
 """
@@ -26,8 +26,8 @@ from actors.common import (
 from actors.metrics import meters
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, LLMConfig, to_dataclass
 from medagent.history import build_history_agent
-from medagent.history.reference import extract_reference
-from medagent.history.session import arm_name, closing_rule, evaluate_interview
+from medagent.history.evaluation.runner import arm_name, closing_rule, evaluate_interview
+from medagent.history.simulation.reference import extract_reference
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import LLMError
 

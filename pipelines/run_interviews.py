@@ -1,7 +1,7 @@
 """History taking: ``python -m pipelines.run_interviews interviews=osce_res history_agent=amq|single_shot limit=N``.
 
 Each interview is a Ray Data row; ``InterviewWorker`` actors run the agent against an LLM patient grounded
-in that interview (``medagent.history.session.evaluate_interview``): ``history_agent=amq`` asks adaptively, then
+in that interview (``medagent.history.evaluation.runner.evaluate_interview``): ``history_agent=amq`` asks adaptively, then
 assesses from a clinical summary grounded in parent–child guideline retrieval (the serving application's
 Retriever over ``index_dir``, hybrid, parents returned); ``history_agent=single_shot`` is the paper's baseline (one
 summary of the interview, one assessment, no retrieval). Both are scored against the physician's own
@@ -27,7 +27,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from medagent.config import InterviewRunConfig, RunConfig
 from medagent.history import HISTORY_MODES
-from medagent.history.evaluate import (
+from medagent.history.agent.information import split_record
+from medagent.history.evaluation.fidelity import FidelityScorer, add_lexical_fidelity
+from medagent.history.evaluation.metrics import (
     BertScorer,
     add_bertscore,
     add_lexical_repeats,
@@ -35,12 +37,9 @@ from medagent.history.evaluate import (
     disease_canonical,
     physician_diagnoses,
 )
-from medagent.history.fidelity import FidelityScorer, add_lexical_fidelity
-from medagent.history.information import split_record
-from medagent.history.paired import paired_table, pairs_csv_rows
-from medagent.history.reference import extract_reference, visible_turns
-from medagent.history.repeats import TopicRepeats
-from medagent.history.report import (
+from medagent.history.evaluation.paired import paired_table, pairs_csv_rows
+from medagent.history.evaluation.repeats import TopicRepeats
+from medagent.history.evaluation.report import (
     RunRecords,
     format_table,
     pick_timeline,
@@ -51,7 +50,8 @@ from medagent.history.report import (
     write_report,
     write_rows,
 )
-from medagent.history.session import arm_name, closing_rule
+from medagent.history.evaluation.runner import arm_name, closing_rule
+from medagent.history.simulation.reference import extract_reference, visible_turns
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.run import RunDir, build_manifest, check_resume
@@ -153,7 +153,7 @@ def own_transcripts(cfg: InterviewRunConfig) -> dict[str, str]:
         return {}
     if not cfg.agent.transcript_run:
         raise ValueError("agent.context=transcript_run needs agent.transcript_run=/abs/finished/amq/run_dir")
-    from medagent.history.state import InterviewState
+    from medagent.history.agent.state import InterviewState
 
     rd = RunDir(Path(cfg.agent.transcript_run), read_only=True)
     out = {}

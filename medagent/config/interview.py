@@ -88,24 +88,24 @@ class HistoryAgentConfig:
     """The history-taking agent (``conf/history_agent/amq.yaml``, ``conf/history_agent/single_shot.yaml``).
 
     ``mode`` picks the agent: ``amq`` (adaptive Markov questioning: the state machine of
-    ``medagent.history.agent``) or ``single_shot`` (the paper's baseline: one summary, one assessment).
+    ``medagent.history.agent.amq``) or ``single_shot`` (the paper's baseline: one summary, one assessment).
     Thresholds are on the completeness score C in [0, 1] and on the differential's normalised entropy in
-    [0, 1] (``medagent.history.phases``). ``priorities`` selects the priority order of
+    [0, 1] (``medagent.history.agent.phases``). ``priorities`` selects the priority order of
     ``conf/interview/priorities.yaml``: ``paper`` (hand-set) or ``physician`` (empirical, from the RES
     training split); the completeness weights always come from that file's ``paper`` section. ``policy``
     picks the next slot by that order (``order``) or by expected value (``information``,
-    ``medagent.history.value``).
+    ``medagent.history.agent.value``).
     """
 
     kind: str = "history"
     mode: str = "amq"
     # Next slot: "order" (the first missing slot in the `priorities` order) or "information" (the missing
-    # slot of highest expected value for the current state, medagent.history.value, computed from the
+    # slot of highest expected value for the current state, medagent.history.agent.value, computed from the
     # training table `information_file`; ties keep the `priorities` order).
     policy: str = "order"
     priorities: str = "paper"
     priorities_file: str | None = None
-    # Built by `python -m medagent.history.build_information`; null = conf/interview/information_res.json.
+    # Built by `python -m medagent.history.agent.build_information`; null = conf/interview/information_res.json.
     information_file: str | None = None
     # V(s) = gain * (completeness s adds) + best unknown finding's (iv * p * KL + entropy * dH).
     information_weight_gain: float = 1.0
@@ -127,7 +127,7 @@ class HistoryAgentConfig:
     entropy_confirmation: float = 0.35
     confirmation_turns: int = 2
     # What ends Triage and Hypothesis Formation when no slot of theirs is left to ask (names from
-    # medagent.history.state.SLOTS, categories); they no longer restrict which slot is asked.
+    # medagent.history.agent.state.SLOTS, categories); they no longer restrict which slot is asked.
     triage_slots: list[str] = field(default_factory=lambda: ["symptom", "onset", "duration", "severity"])
     hypothesis_categories: list[str] = field(
         default_factory=lambda: ["symptom", "medical_history", "medication", "medical_test", "disease"]
@@ -159,7 +159,7 @@ class HistoryAgentConfig:
     max_passage_chars: int = 1200
     # single_shot only: how much of the interview transcript (characters) the one summary may read.
     max_transcript_chars: int = 12000
-    # single_shot only: what the one summary reads (medagent.history.session.CONTEXTS). "opening" (the
+    # single_shot only: what the one summary reads (medagent.history.evaluation.runner.CONTEXTS). "opening" (the
     # baseline): the patient's answer to the opening question, no follow-up; "full": the physician's whole
     # visible interview (an oracle upper bound: a median of 47 doctor turns, often naming the diagnosis);
     # "transcript_run": the questions and answers of a finished amq run (``transcript_run``), which
@@ -187,7 +187,7 @@ class InterviewEvalConfig:
     # Reference red flags: LLM extraction from the full transcript, in chunks of this many estimated tokens.
     red_flag_chunk_tokens: int = 1500
     red_flag_max_tokens: int = 256  # each flag comes with a short quote
-    # Reference (the physician's closing statement): medagent.history.reference.
+    # Reference (the physician's closing statement): medagent.history.simulation.reference.
     closing_min_words: int = 12
     closing_min_total_words: int = 15
     closing_max_tail_turns: int = 20

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from medagent.agent.services import Retriever
 from medagent.config import HistoryAgentConfig
-from medagent.history.agent import HistoryTakingAgent, InterviewResult, Patient, TurnRecord
-from medagent.history.assessment import AssessedDiagnosis, Assessment
-from medagent.history.baseline import SingleShotBaseline
-from medagent.history.redundancy import RedundancyChecker, SentenceEmbedder, TextEmbedder
-from medagent.history.reference import Reference, extract_reference, visible_turns
-from medagent.history.simulator import FidelityJudge, PatientSimulator
-from medagent.history.state import InterviewState, Phase, replay
+from medagent.history.agent.amq import HistoryTakingAgent, InterviewResult, Patient, TurnRecord
+from medagent.history.agent.assessment import AssessedDiagnosis, Assessment
+from medagent.history.agent.redundancy import RedundancyChecker, SentenceEmbedder, TextEmbedder
+from medagent.history.agent.single_shot import SingleShotBaseline
+from medagent.history.agent.state import InterviewState, Phase, replay
+from medagent.history.simulation.reference import Reference, extract_reference, visible_turns
+from medagent.history.simulation.simulator import FidelityJudge, PatientSimulator
 from medagent.llm.base import ChatModel
 
 HISTORY_MODES = ("amq", "single_shot")

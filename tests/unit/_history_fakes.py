@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from medagent.agent.services import Doc
-from medagent.history.state import SLOT_BY_NAME
+from medagent.history.agent.state import SLOT_BY_NAME
 from tests.fakes import ScriptedChatModel, completion
 
 _STOP = {"the", "a", "an", "you", "your", "any", "to", "do", "have", "about", "me", "tell", "could", "of"}

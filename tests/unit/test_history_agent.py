@@ -8,7 +8,7 @@ import pytest
 
 from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent, SingleShotBaseline, build_history_agent
-from medagent.history.state import Phase, replay
+from medagent.history.agent.state import Phase, replay
 from medagent.llm.base import LLMError
 from tests.unit._history_fakes import (
     EQUAL_DX,

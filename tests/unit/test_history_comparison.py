@@ -14,9 +14,9 @@ from scipy.stats import wilcoxon
 
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig
 from medagent.history import build_history_agent
-from medagent.history.evaluate import InterviewRecord, add_physician_hits, physician_diagnoses
-from medagent.history.paired import bootstrap_ci, paired_difference, paired_table, wilcoxon_p
-from medagent.history.session import arm_name, baseline_transcript, evaluate_interview
+from medagent.history.evaluation.metrics import InterviewRecord, add_physician_hits, physician_diagnoses
+from medagent.history.evaluation.paired import bootstrap_ci, paired_difference, paired_table, wilcoxon_p
+from medagent.history.evaluation.runner import arm_name, baseline_transcript, evaluate_interview
 from medagent.interview.transcripts import parse_transcript
 from medagent.run import RunDir
 from tests.fakes import ScriptedChatModel
@@ -163,7 +163,7 @@ def test_paired_table_leaves_not_applicable_metrics_without_pairs() -> None:
 
 
 def test_differential_hit_on_the_physicians_lexicon_diagnoses(data_root: Path) -> None:
-    from medagent.history.evaluate import disease_canonical
+    from medagent.history.evaluation.metrics import disease_canonical
 
     text = TEXT.replace("a chest infection", "covid or maybe pneumonia")
     gold = physician_diagnoses(

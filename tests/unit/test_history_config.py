@@ -8,7 +8,7 @@ from omegaconf.errors import ConfigKeyError, ValidationError
 
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, to_dataclass
 from medagent.history import HISTORY_MODES, build_history_agent
-from medagent.history.phases import Rules
+from medagent.history.agent.phases import Rules
 from tests.unit._history_fakes import FakeClinician
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "history_agent"

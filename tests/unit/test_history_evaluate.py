@@ -9,7 +9,7 @@ import pytest
 
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig
 from medagent.history import HistoryTakingAgent, PatientSimulator
-from medagent.history.evaluate import (
+from medagent.history.evaluation.metrics import (
     RedFlagExtractor,
     add_bertscore,
     aggregate,
@@ -20,8 +20,8 @@ from medagent.history.evaluate import (
     rouge_l,
 )
 from medagent.history.llmio import CallLog
-from medagent.history.reference import extract_reference, visible_turns
-from medagent.history.simulator import (
+from medagent.history.simulation.reference import extract_reference, visible_turns
+from medagent.history.simulation.simulator import (
     DONT_KNOW,
     FidelityJudge,
     SimulatedExchange,
@@ -244,7 +244,7 @@ def _evaluator_llm(body: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("mode", ["amq", "single_shot"])
 def test_evaluate_interview_row(mode: str) -> None:
     from medagent.history import build_history_agent
-    from medagent.history.session import evaluate_interview
+    from medagent.history.evaluation.runner import evaluate_interview
 
     agent = build_history_agent(
         HistoryAgentConfig(mode=mode, max_turns=3),

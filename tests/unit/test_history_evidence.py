@@ -10,9 +10,9 @@ import pytest
 
 from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent
-from medagent.history.evaluate import add_lexical_repeats
-from medagent.history.preprocess import parse_update
-from medagent.history.repeats import TopicRepeats
+from medagent.history.agent.preprocess import parse_update
+from medagent.history.evaluation.metrics import add_lexical_repeats
+from medagent.history.evaluation.repeats import TopicRepeats
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
 from tests.unit.test_history_comparison import _rec
 
@@ -78,7 +78,7 @@ def test_topic_repeats_on_questions_a_reader_would_call_repeats(repeats: TopicRe
 
 
 def test_topic_repeats_do_not_depend_on_the_controls_embedder(repeats: TopicRepeats) -> None:
-    from medagent.history.redundancy import redundant_share
+    from medagent.history.agent.redundancy import redundant_share
 
     qs = ["When did the cough start?", "When did your cough start?"]
     # The control's measure with an embedder that sees every pair as different says 0 beyond verbatim;

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from medagent.history.evaluate import InterviewRecord, aggregate
-from medagent.history.fidelity import FidelityScorer, add_lexical_fidelity, summarise
+from medagent.history.evaluation.fidelity import FidelityScorer, add_lexical_fidelity, summarise
+from medagent.history.evaluation.metrics import InterviewRecord, aggregate
 from medagent.interview.transcripts import parse_transcript
 
 SOURCE = parse_transcript(

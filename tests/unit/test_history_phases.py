@@ -3,8 +3,8 @@
 from dataclasses import replace
 
 from medagent.config import HistoryAgentConfig
-from medagent.history.phases import Rules, eligible_slots, finish_reason, next_phase, phase_slots_left
-from medagent.history.state import (
+from medagent.history.agent.phases import Rules, eligible_slots, finish_reason, next_phase, phase_slots_left
+from medagent.history.agent.state import (
     SLOT_BY_NAME,
     SLOTS,
     Asked,

@@ -12,8 +12,8 @@ import yaml
 
 from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent
-from medagent.history.build_information import main as information_main
-from medagent.history.information import (
+from medagent.history.agent.build_information import main as information_main
+from medagent.history.agent.information import (
     CATEGORY_PREFIX,
     InformationTable,
     build_table,
@@ -23,8 +23,8 @@ from medagent.history.information import (
     split_record,
     table_path,
 )
-from medagent.history.phases import Rules, ranked_slots, slot_values
-from medagent.history.state import (
+from medagent.history.agent.phases import Rules, ranked_slots, slot_values
+from medagent.history.agent.state import (
     SLOT_BY_NAME,
     Answered,
     Asked,
@@ -34,7 +34,7 @@ from medagent.history.state import (
     Updated,
     transition,
 )
-from medagent.history.value import InformationModel
+from medagent.history.agent.value import InformationModel
 from medagent.interview.annotate.lexicon import LexiconAnnotator
 from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.transcripts import Interview
@@ -236,7 +236,7 @@ def test_the_packaged_table_is_what_the_cli_builds_from_the_data(data_root: Any,
 
 
 def test_the_policy_arms_have_their_own_names() -> None:
-    from medagent.history.session import arm_name
+    from medagent.history.evaluation.runner import arm_name
 
     names = [
         arm_name(HistoryAgentConfig()),
@@ -252,7 +252,7 @@ def test_the_policy_arms_have_their_own_names() -> None:
     [("amq", "amq"), ("amq_physician", "amq:physician"), ("amq_information", "amq:information")],
 )
 def test_the_three_policy_arms_compose(agent: str, arm: str) -> None:
-    from medagent.history.session import arm_name
+    from medagent.history.evaluation.runner import arm_name
     from tests.unit.test_run_interviews import _compose
 
     cfg = _compose("run_interviews", f"history_agent={agent}", "interviews=osce_res_eval")

@@ -10,8 +10,8 @@ import pytest
 
 from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent
-from medagent.history.redundancy import RedundancyChecker, cosine_matrix, redundant_share
-from medagent.history.state import Answered, Asked, AskedQuestion, InterviewState, Updated, transition
+from medagent.history.agent.redundancy import RedundancyChecker, cosine_matrix, redundant_share
+from medagent.history.agent.state import Answered, Asked, AskedQuestion, InterviewState, Updated, transition
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from medagent.history.reference import (
+from medagent.history.simulation.reference import (
     ClosingRule,
     classify_doctor_turn,
     exchanges,

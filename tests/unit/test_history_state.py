@@ -5,8 +5,8 @@ import math
 import pytest
 
 from medagent.config import HistoryAgentConfig
-from medagent.history.phases import Rules, category_coverage, completeness, entropy
-from medagent.history.state import (
+from medagent.history.agent.phases import Rules, category_coverage, completeness, entropy
+from medagent.history.agent.state import (
     SLOTS,
     Answered,
     Asked,

@@ -13,7 +13,7 @@ from actors.interview_sessions import InterviewSessions, SessionConflict, Sessio
 from medagent.api import InterviewAnswerRequest, InterviewSessionResponse
 from medagent.config import HistoryAgentConfig, InterviewSessionsConfig, LLMConfig
 from medagent.history import HistoryTakingAgent
-from medagent.history.state import InterviewState
+from medagent.history.agent.state import InterviewState
 from medagent.llm.base import LLMError
 from tests.fakes import ScriptedChatModel
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever

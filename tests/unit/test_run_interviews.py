@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, InterviewRunConfig, ServeConfig
 from medagent.history import build_history_agent
-from medagent.history.report import (
+from medagent.history.evaluation.report import (
     RunRecords,
     format_table,
     pick_timeline,
@@ -27,7 +27,7 @@ from medagent.history.report import (
     write_csv,
     write_report,
 )
-from medagent.history.session import evaluate_interview
+from medagent.history.evaluation.runner import evaluate_interview
 from medagent.interview.transcripts import parse_transcript
 from medagent.llm.base import LLMError
 from tests.fakes import ScriptedChatModel, completion
@@ -169,7 +169,7 @@ def test_worker_scores_the_differential_against_meditod_gold(
 
 
 def test_report_from_rows(tmp_path: Path) -> None:
-    from medagent.history.evaluate import add_bertscore
+    from medagent.history.evaluation.metrics import add_bertscore
 
     error = {"interview_id": "T3", "mode": "amq", "error": "LLMError: down", "reference": {"usable": True}}
     skipped = {"interview_id": "T4", "mode": "amq", "skipped": "no usable closing statement"}

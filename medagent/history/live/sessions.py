@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from medagent.config import InterviewSessionsConfig, to_dataclass
-from medagent.history import HistoryTakingAgent
-from medagent.history.assessment import Assessment
-from medagent.history.state import InterviewState
+from medagent.history.agent.amq import HistoryTakingAgent
+from medagent.history.agent.assessment import Assessment
+from medagent.history.agent.state import InterviewState
 from medagent.llm.base import LLMError
 
 

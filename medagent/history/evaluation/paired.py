@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import wilcoxon
 
-from medagent.history.evaluate import InterviewRecord
+from medagent.history.evaluation.metrics import InterviewRecord
 
 PAIRED_METRICS = (
     ("BERTScore F1", "bertscore_f1"),

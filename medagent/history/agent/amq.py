@@ -18,13 +18,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from medagent.agent.services import Retriever
 from medagent.config import HistoryAgentConfig
-from medagent.history.assessment import Assessment, assess, retrieve_passages, summarise
-from medagent.history.llmio import CallLog
-from medagent.history.phases import Rules, completeness, entropy, finish_reason, next_phase
-from medagent.history.policy import QuestionPolicy
-from medagent.history.preprocess import preprocess, render_differential, slot_table
-from medagent.history.redundancy import RedundancyChecker, TextEmbedder
-from medagent.history.state import (
+from medagent.history.agent.assessment import Assessment, assess, retrieve_passages, summarise
+from medagent.history.agent.phases import Rules, completeness, entropy, finish_reason, next_phase
+from medagent.history.agent.policy import QuestionPolicy
+from medagent.history.agent.preprocess import preprocess, render_differential, slot_table
+from medagent.history.agent.redundancy import RedundancyChecker, TextEmbedder
+from medagent.history.agent.state import (
     SLOT_BY_NAME,
     Answered,
     Asked,
@@ -35,6 +34,7 @@ from medagent.history.state import (
     event_to_dict,
     transition,
 )
+from medagent.history.llmio import CallLog
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
 

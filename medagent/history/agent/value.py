@@ -9,7 +9,7 @@ For a state with differential ``pi`` (over the table's diagnoses, see ``differen
   informative finding left still has a value and stays reachable;
 * findings of a slot: every symptom finding for symptom-category slots (the training findings were counted
   from answers to symptom questions, whichever attribute they asked about), the indicator
-  ``category:<c>`` for the others (``medagent.history.information``); a finding is unknown while no
+  ``category:<c>`` for the others (``medagent.history.agent.information``); a finding is unknown while no
   patient answer mentions it (symptoms: the table's lexicon; indicators: no slot of ``c`` asked or filled);
 * ``L(f|d) = (N_fd + a) / (N_d + 2a)`` with Laplace ``a = 1`` (a binary finding per interview), so a finding
   seen once does not claim certainty; ``p(f) = sum_d pi(d) L(f|d)``; ``pi_f`` the posterior if ``f`` is
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from medagent.history.information import CATEGORY_PREFIX, InformationTable
-from medagent.history.state import SLOT_BY_NAME, InterviewState, slots_of
+from medagent.history.agent.information import CATEGORY_PREFIX, InformationTable
+from medagent.history.agent.state import SLOT_BY_NAME, InterviewState, slots_of
 from medagent.interview.annotate.matcher import Lexicon
 from medagent.network.information import kl_information, mutual_information
 

@@ -15,12 +15,12 @@ training interview (``check_disjoint``) and the manifest checksums the table it 
 
 Diagnoses are the lexicon annotator's (the physician's stated differential). ``iv`` is the network
 analysis' ``kl_information`` of each row (joint prior), recorded for reports; the policy recomputes the
-values for the current differential (``medagent.history.value``).
+values for the current differential (``medagent.history.agent.value``).
 
 **Physician order.** Categories ranked by the mean relative position of the training physicians' questions
 (``medagent.network.flow.mean_positions``, ``which="all"``); never-asked categories go last.
 
-The table is built by ``python -m medagent.history.build_information`` and is small JSON.
+The table is built by ``python -m medagent.history.agent.build_information`` and is small JSON.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python -m medagent.history.build_information [--data-root D] [--out F]``: (re)build the information table.
+"""``python -m medagent.history.agent.build_information [--data-root D] [--out F]``: (re)build the information table.
 
 Splits the Fareez RES transcripts (``split_ids``), annotates the training side with the lexicon annotator
 and writes ``InformationTable`` JSON (default: the packaged ``conf/interview/information_res.json`` that
@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from medagent.history.information import (
+from medagent.history.agent.information import (
     DEFAULT_EVAL_FRACTION,
     DEFAULT_SALT,
     PACKAGED_TABLE,
@@ -27,7 +27,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from medagent.interview.meditod import load_ontology
     from medagent.interview.transcripts import load_transcripts
 
-    parser = argparse.ArgumentParser(prog="python -m medagent.history.build_information", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m medagent.history.agent.build_information", description=__doc__
+    )
     parser.add_argument(
         "--data-root", default=None, help="data root (default: MEDAGENT_DATA or ../shared/data)"
     )

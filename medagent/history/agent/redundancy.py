@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from medagent.history.state import NO_SLOT, InterviewState
+from medagent.history.agent.state import NO_SLOT, InterviewState
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ from typing import Any
 
 from medagent.agent.services import Doc, Retriever
 from medagent.config import HistoryAgentConfig
+from medagent.history.agent.preprocess import summary_parser
 from medagent.history.llmio import (
     CallLog,
     MalformedReply,
@@ -24,7 +25,6 @@ from medagent.history.llmio import (
     require_str,
     string,
 )
-from medagent.history.preprocess import summary_parser
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
 

@@ -1,7 +1,7 @@
 """The report of a history-taking run: per-interview CSV, markdown report, figures, console table.
 
 Reads the rows ``pipelines/run_interviews.py`` commits to ``interviews.jsonl`` (one per interview: the
-output of ``session.evaluate_interview``, or an ``error`` / ``skipped`` row). Figures are drawn on
+output of ``runner.evaluate_interview``, or an ``error`` / ``skipped`` row). Figures are drawn on
 ``matplotlib.figure.Figure`` objects (no pyplot, no global backend switch):
 
 - ``scores.png``: per-interview BERTScore F1 and ROUGE-L F1 against the physician's closing statement, one
@@ -22,9 +22,9 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from medagent.history import evaluate
-from medagent.history.evaluate import InterviewRecord
-from medagent.history.paired import PairedDifference, paired_markdown
+from medagent.history.evaluation import metrics as metrics_module
+from medagent.history.evaluation.metrics import InterviewRecord, aggregate
+from medagent.history.evaluation.paired import PairedDifference, paired_markdown
 
 CSV_FIELDS = (
     "interview_id",
@@ -57,7 +57,11 @@ TABLE_METRICS = (
     ("repeats (lexical)", "repeat_rate_lexical", 3),
     ("red-flag recall", "red_flag_recall", 3),
     ("differential hit", "differential_hit_rate", 3),  # MediTOD gold, else the physician's lexicon diagnoses
-    ("simulator polarity agrees", "sim_polarity_agreement", 3),  # medagent.history.fidelity (lexicon)
+    (
+        "simulator polarity agrees",
+        "sim_polarity_agreement",
+        3,
+    ),  # medagent.history.evaluation.fidelity (lexicon)
     ("simulator discloses", "sim_disclosure_rate", 3),
     ("invalid", "invalid_rate", 3),
     ("s / interview", "seconds_mean", 0),
@@ -107,11 +111,11 @@ class RunRecords:
         return out
 
     def metrics(self) -> dict[str, Any]:
-        """``evaluate.aggregate`` plus skipped interviews and wall time per interview."""
+        """``metrics.aggregate`` (``medagent.history.evaluation.metrics``) plus skipped interviews and wall time per interview."""
         ok = [self.rows[r.interview_id] for r in self.records if r.error is None]
         secs = [float(r["elapsed_s"]) for r in ok if r.get("elapsed_s") is not None]
         calls = [_calls(r) for r in ok]
-        return evaluate.aggregate(self.records) | {
+        return aggregate(self.records) | {
             "skipped": len(self.skipped),
             "seconds_mean": sum(secs) / len(secs) if secs else None,
             "llm_calls_mean": sum(calls) / len(calls) if calls else None,
@@ -325,7 +329,7 @@ def write_report(
             for label, t in timing
             for kind, u in t.items()
         ] + [""]
-    lines += ["## Metrics", "", (evaluate.__doc__ or "").split("\n", 2)[-1].strip(), ""]
+    lines += ["## Metrics", "", (metrics_module.__doc__ or "").split("\n", 2)[-1].strip(), ""]
     text = "\n".join(lines)
     path.write_text(text, encoding="utf-8")
     return text

@@ -32,12 +32,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from medagent.config import InterviewEvalConfig
-from medagent.history import fidelity
-from medagent.history.agent import InterviewResult
+from medagent.history.agent.amq import InterviewResult
+from medagent.history.agent.redundancy import TextEmbedder, redundant_share
+from medagent.history.evaluation import fidelity
 from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list, string
-from medagent.history.redundancy import TextEmbedder, redundant_share
-from medagent.history.reference import Reference, quote_supports, render_turns
-from medagent.history.simulator import fidelity_shares
+from medagent.history.simulation.reference import Reference, quote_supports, render_turns
+from medagent.history.simulation.simulator import fidelity_shares
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
@@ -248,7 +248,7 @@ class InterviewRecord:
     n_judged: int = 0
     error: str | None = None
     repeat_rate_lexical: float | None = None
-    fidelity_lexical: dict[str, int] | None = None  # medagent.history.fidelity's counts
+    fidelity_lexical: dict[str, int] | None = None  # medagent.history.evaluation.fidelity's counts
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

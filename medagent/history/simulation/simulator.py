@@ -12,7 +12,7 @@ request so answers stay consistent. Every answer is logged with the context it w
 the answer (picked afresh, not the simulator's context) as ``supported`` (every stated
 fact is in the source, or it says it does not know and the source is silent), ``contradicts`` (a stated
 fact disagrees with the source) or ``beyond_source`` (it states facts the source does not contain);
-an unusable judge reply is ``invalid``. The report gives each label's share. ``medagent.history.fidelity``
+an unusable judge reply is ``invalid``. The report gives each label's share. ``medagent.history.evaluation.fidelity``
 measures the same without a model, finding by finding (polarity, disclosure).
 """
 
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from medagent.config import InterviewEvalConfig
+from medagent.history.agent.redundancy import TextEmbedder, cosine_matrix
 from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, string
-from medagent.history.redundancy import TextEmbedder, cosine_matrix
-from medagent.history.reference import exchanges, render_turns
+from medagent.history.simulation.reference import exchanges, render_turns
 from medagent.interview.types import Turn
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt

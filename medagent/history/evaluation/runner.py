@@ -3,7 +3,7 @@
 reference (physician's closing statement) -> simulator grounded in the visible turns -> agent run ->
 fidelity judge over the simulator's answers -> reference red flags from the full transcript (amq only) ->
 record.
-BERTScore is not computed here: it runs once over all records (``evaluate.add_bertscore``) so the scorer
+BERTScore is not computed here: it runs once over all records (``metrics.add_bertscore``) so the scorer
 model loads once per run, not per actor.
 
 What the single-shot agent reads is its ``context`` (``CONTEXTS``): ``opening`` gives it no transcript, so it
@@ -19,13 +19,13 @@ from dataclasses import asdict
 from typing import Any
 
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig
-from medagent.history.agent import HistoryTakingAgent, InterviewResult
-from medagent.history.baseline import SingleShotBaseline
-from medagent.history.evaluate import RedFlagExtractor, interview_record
+from medagent.history.agent.amq import HistoryTakingAgent, InterviewResult
+from medagent.history.agent.redundancy import TextEmbedder
+from medagent.history.agent.single_shot import SingleShotBaseline
+from medagent.history.evaluation.metrics import RedFlagExtractor, interview_record
 from medagent.history.llmio import CallLog
-from medagent.history.redundancy import TextEmbedder
-from medagent.history.reference import ClosingRule, extract_reference, render_turns, visible_turns
-from medagent.history.simulator import FidelityJudge, PatientSimulator
+from medagent.history.simulation.reference import ClosingRule, extract_reference, render_turns, visible_turns
+from medagent.history.simulation.simulator import FidelityJudge, PatientSimulator
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import ChatModel
 

@@ -38,8 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from medagent.config import HistoryAgentConfig
-from medagent.history.state import SLOT_BY_NAME, SLOTS, Hypothesis, InterviewState, Phase, slots_of
-from medagent.history.value import InformationModel, SlotValue
+from medagent.history.agent.state import SLOT_BY_NAME, SLOTS, Hypothesis, InterviewState, Phase, slots_of
+from medagent.history.agent.value import InformationModel, SlotValue
 from medagent.interview.types import INQUIRY_CATEGORIES
 from medagent.network.validation import load_priorities
 
@@ -84,7 +84,7 @@ class Rules:
             raise ValueError(f"unknown slot or category names in the agent config: {bad}")
         info = None
         if cfg.policy == "information":
-            from medagent.history.information import load_table  # only this policy reads the table
+            from medagent.history.agent.information import load_table  # only this policy reads the table
 
             info = InformationModel(load_table(cfg.information_file))
         return cls(order=tuple(order), weights=dict(pr.completeness_weights), cfg=cfg, information=info)
@@ -149,7 +149,7 @@ def eligible_slots(state: InterviewState, rules: Rules) -> list[str]:
 
 
 def slot_values(state: InterviewState, rules: Rules, names: list[str]) -> dict[str, SlotValue]:
-    """``V(s)`` of ``medagent.history.value`` for ``names`` (needs ``policy=information``)."""
+    """``V(s)`` of ``medagent.history.agent.value`` for ``names`` (needs ``policy=information``)."""
     if rules.information is None:
         raise ValueError("slot values need agent.policy=information (its training table)")
     cfg = rules.cfg

@@ -3,7 +3,7 @@
 **Which slot.** ``phases.ranked_slots``: every missing slot (no value yet, asked fewer than
 ``max_asks_per_slot`` times) in any phase, ordered by pass (``slots_per_pass``), then either by the
 configured category order (``policy=order``: ``paper`` or ``physician``) or by the expected value of asking
-it in the current state (``policy=information``: ``medagent.history.value``). The phase does not restrict
+it in the current state (``policy=information``: ``medagent.history.agent.value``). The phase does not restrict
 the candidates; the completeness weights and entropy decide *when* phases move. In Confirmation the target
 is ``other`` first: a question that confirms or rules out the leading hypotheses or a red flag.
 
@@ -25,11 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, require_str
-from medagent.history.phases import Rules, ranked_slots, slot_pass, slot_values
-from medagent.history.preprocess import render_differential, slot_table
-from medagent.history.redundancy import RedundancyChecker, normalise_text
-from medagent.history.state import (
+from medagent.history.agent.phases import Rules, ranked_slots, slot_pass, slot_values
+from medagent.history.agent.preprocess import render_differential, slot_table
+from medagent.history.agent.redundancy import RedundancyChecker, normalise_text
+from medagent.history.agent.state import (
     NO_SLOT,
     SLOT_BY_NAME,
     SLOTS,
@@ -41,6 +40,7 @@ from medagent.history.state import (
     Phase,
     transition,
 )
+from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, require_str
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
 

@@ -19,6 +19,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from medagent.config import HistoryAgentConfig
+from medagent.history.agent.state import (
+    SLOT_BY_NAME,
+    SLOTS,
+    InterviewState,
+    Updated,
+    is_informative,
+    normalise_differential,
+)
 from medagent.history.llmio import (
     CallLog,
     MalformedReply,
@@ -29,15 +37,7 @@ from medagent.history.llmio import (
     require_str,
     string,
 )
-from medagent.history.reference import quote_supports
-from medagent.history.state import (
-    SLOT_BY_NAME,
-    SLOTS,
-    InterviewState,
-    Updated,
-    is_informative,
-    normalise_differential,
-)
+from medagent.history.simulation.reference import quote_supports
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
 

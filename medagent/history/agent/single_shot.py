@@ -5,16 +5,16 @@ opening question once and summarises that one exchange: the presenting complaint
 (``context=full``: the physician's visible interview, an oracle upper bound; ``context=transcript_run``:
 the amq agent's own interview) it summarises that instead. Either way it writes one summary and assesses
 from it alone, without retrieval (the paper's "fluent but ungrounded" single-shot LLM). Which transcript it
-gets is decided by ``session.baseline_transcript``.
+gets is decided by ``medagent.history.evaluation.runner.baseline_transcript``.
 """
 
 from __future__ import annotations
 
 from medagent.config import HistoryAgentConfig
-from medagent.history.agent import InterviewResult, Patient
-from medagent.history.assessment import assess, summarise
+from medagent.history.agent.amq import InterviewResult, Patient
+from medagent.history.agent.assessment import assess, summarise
+from medagent.history.agent.state import Answered, Asked, AskedQuestion, InterviewState, transition
 from medagent.history.llmio import CallLog
-from medagent.history.state import Answered, Asked, AskedQuestion, InterviewState, transition
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
 

@@ -1,0 +1,1 @@
+"""Scoring history-taking runs: the per-interview runner, metrics, paired statistics and the report."""

@@ -1,0 +1,1 @@
+"""Live interviews over HTTP: a person plays the patient, one request per answer."""
