@@ -1,4 +1,4 @@
-"""What agents need besides the LLM: first-stage retrieval and reranking, as async protocols.
+"""What QA agents need besides the LLM: retrieval and reranking (``medagent.services``) and backend facts.
 
 The agents only see these protocols. ``medagent.agent.remote_services`` implements them over a Serve
 deployment handle (no HTTP hop inside the cluster) or over the HTTP routes of a running application
@@ -7,61 +7,11 @@ deployment handle (no HTTP hop inside the cluster) or over the HTTP routes of a 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
 
+from medagent.services import Doc, Reranker, Retriever
 
-@dataclass(frozen=True)
-class Doc:
-    """One retrieved document (a chunk, or its parent in parent–child mode).
-
-    ``id`` is the chunk id the index returned (unique per source); ``doc_id`` the source document's id.
-    """
-
-    id: str
-    source: str
-    title: str
-    content: str
-    score: float = 0.0
-    doc_id: str = ""
-    parent_id: str | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Doc:
-        return cls(
-            id=str(d["id"]),
-            source=str(d.get("source", "")),
-            title=str(d.get("title", "")),
-            content=str(d.get("content", "")),
-            score=float(d.get("score", 0.0)),
-            doc_id=str(d.get("doc_id", "")),
-            parent_id=d.get("parent_id"),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@runtime_checkable
-class Retriever(Protocol):
-    async def retrieve(
-        self,
-        query: str,
-        top_k: int,
-        *,
-        sources: list[str] | None = None,
-        mode: str | None = None,
-        return_parents: bool | None = None,
-    ) -> list[Doc]:
-        """TopK per source, all sources' results together, best first (the server's fused order)."""
-        ...
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    async def rerank(self, query: str, docs: list[Doc], top_r: int) -> list[Doc]:
-        """The ``top_r`` best of ``docs`` for ``query``, best first, with the reranker's score."""
-        ...
+__all__ = ["AgentDeps", "Doc", "Reranker", "Retriever"]
 
 
 @dataclass(frozen=True)

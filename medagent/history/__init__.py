@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-from medagent.agent.services import Retriever
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent.amq import HistoryTakingAgent, InterviewResult, Patient, TurnRecord
 from medagent.history.agent.assessment import AssessedDiagnosis, Assessment
@@ -16,6 +15,7 @@ from medagent.history.agent.state import InterviewState, Phase, replay
 from medagent.history.simulation.reference import Reference, extract_reference, visible_turns
 from medagent.history.simulation.simulator import FidelityJudge, PatientSimulator
 from medagent.llm.base import ChatModel
+from medagent.services import Retriever
 
 HISTORY_MODES = ("amq", "single_shot")
 

@@ -17,17 +17,17 @@ import networkx as nx
 import numpy as np
 from numpy.typing import NDArray
 
+from medagent.interview.information import kl_information, mutual_information
+from medagent.interview.order import load_priorities, mean_positions
 from medagent.interview.types import INQUIRY_CATEGORIES, Annotation
 from medagent.network.conventions import conventions
 from medagent.network.flow import (
     Phases,
     category_shares,
     flow_network,
-    mean_positions,
     transition_counts,
     two_phases,
 )
-from medagent.network.information import kl_information, mutual_information
 from medagent.network.markov import (
     SELF_LOOP_POLICIES,
     CVResult,
@@ -43,7 +43,7 @@ from medagent.network.permutation import KLNull, kl_permutation_null
 from medagent.network.roles import czvalues, role
 from medagent.network.sensitivity import SensitivityConfig, sensitivity_table
 from medagent.network.svn import Incidence, SVNResult, incidence_from_annotations, svn_links
-from medagent.network.validation import SpearmanResult, load_priorities, spearman_aligned, validate_design
+from medagent.network.validation import SpearmanResult, spearman_aligned, validate_design
 
 
 @dataclass

@@ -26,6 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import rel_entr
 
+from medagent.interview.order import relative_positions
+
 
 def transition_counts(seqs: Sequence[Sequence[Hashable]], states: Sequence[Hashable]) -> NDArray[np.int64]:
     """``(S, S)`` matrix of within-interview transitions ``from -> to`` (rows = from)."""
@@ -56,30 +58,6 @@ def flow_network(seqs: Sequence[Sequence[Hashable]], states: Sequence[Hashable])
             if M[i, j]:
                 G.add_edge(a, b, count=int(M[i, j]), weight=float(M[i, j] / out[i]))
     return G
-
-
-def relative_positions(seq: Sequence[Hashable]) -> NDArray[np.float64]:
-    """``(t + 0.5) / T`` for each position of one interview."""
-    T = len(seq)
-    return (np.arange(T) + 0.5) / T if T else np.zeros(0)
-
-
-def mean_positions(
-    seqs: Sequence[Sequence[Hashable]], states: Sequence[Hashable], which: str = "all"
-) -> dict[Hashable, float]:
-    """Mean relative position per category (NaN if never asked); ``which`` is ``all`` or ``first``."""
-    if which not in ("all", "first"):
-        raise ValueError(f"which must be 'all' or 'first', not {which!r}")
-    acc: dict[Hashable, list[float]] = {s: [] for s in states}
-    for seq in seqs:
-        pos = relative_positions(seq)
-        seen: set[Hashable] = set()
-        for x, r in zip(seq, pos, strict=True):
-            if which == "first" and x in seen:
-                continue
-            seen.add(x)
-            acc[x].append(float(r))
-    return {s: (float(np.mean(v)) if v else float("nan")) for s, v in acc.items()}
 
 
 def category_shares(seqs: Sequence[Sequence[Hashable]], states: Sequence[Hashable]) -> dict[Hashable, float]:

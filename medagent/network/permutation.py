@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from medagent.network.information import kl_information
+from medagent.interview.information import kl_information
 from medagent.network.validation import spearman_rho
 
 

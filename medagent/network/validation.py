@@ -15,14 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from numpy.typing import ArrayLike, NDArray
 from scipy.stats import spearmanr
+
+from medagent.interview.order import Priorities
 
 EXACT_MAX_N = 12
 
@@ -122,43 +121,6 @@ def position_ranks(positions: Mapping[Any, float]) -> dict[Any, float]:
     out = {k: float("nan") for k in positions}
     out.update({k: float(v) for k, v in zip(keys, r, strict=True)})
     return out
-
-
-@dataclass(frozen=True)
-class Priorities:
-    """The agent's hand-set design (from the paper) and the empirical physician order (see the YAML)."""
-
-    categories: list[str]
-    priority_order: list[str]
-    completeness_weights: dict[str, float]
-    empirical_order: list[str]
-    source: str
-
-
-def load_priorities(path: str | Path | None = None) -> Priorities:
-    """Reads ``conf/interview/priorities.yaml`` (or ``path``) and checks every list covers the categories."""
-    if path is None:
-        text = resources.files("conf").joinpath("interview/priorities.yaml").read_text(encoding="utf-8")
-        source = "conf/interview/priorities.yaml"
-    else:
-        text, source = Path(path).read_text(encoding="utf-8"), str(path)
-    d: dict[str, Any] = yaml.safe_load(text)
-    cats = list(d["categories"])
-    pr = Priorities(
-        categories=cats,
-        priority_order=list(d["paper"]["priority_order"]),
-        completeness_weights={str(k): float(v) for k, v in d["paper"]["completeness_weights"].items()},
-        empirical_order=list(d["empirical"]["priority_order"]),
-        source=source,
-    )
-    for name, labels in (
-        ("paper.priority_order", pr.priority_order),
-        ("paper.completeness_weights", list(pr.completeness_weights)),
-        ("empirical.priority_order", pr.empirical_order),
-    ):
-        if sorted(labels) != sorted(cats):
-            raise ValueError(f"{source}: {name} must list each of the {len(cats)} categories exactly once")
-    return pr
 
 
 def validate_design(

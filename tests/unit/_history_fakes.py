@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from medagent.agent.services import Doc
 from medagent.history.agent.state import SLOT_BY_NAME
+from medagent.services import Doc
 from tests.fakes import ScriptedChatModel, completion
 
 _STOP = {"the", "a", "an", "you", "your", "any", "to", "do", "have", "about", "me", "tell", "could", "of"}

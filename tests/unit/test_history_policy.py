@@ -37,9 +37,9 @@ from medagent.history.agent.state import (
 from medagent.history.agent.value import InformationModel
 from medagent.interview.annotate.lexicon import LexiconAnnotator
 from medagent.interview.annotate.matcher import Lexicon
+from medagent.interview.order import load_priorities
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import INQUIRY_CATEGORIES, Turn
-from medagent.network.validation import load_priorities
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
 
 TRIAGE = ("symptom", "onset", "duration", "severity")

@@ -23,8 +23,8 @@ from medagent.history.agent.state import (
     slots_of,
     transition,
 )
+from medagent.interview.order import load_priorities
 from medagent.interview.types import INQUIRY_CATEGORIES
-from medagent.network.validation import load_priorities
 
 
 def _filled(*names: str) -> InterviewState:

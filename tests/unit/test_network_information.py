@@ -9,7 +9,7 @@ import pytest
 from scipy.special import rel_entr
 from scipy.stats import entropy
 
-from medagent.network.information import conditional, kl_information, mutual_information, prior
+from medagent.interview.information import conditional, kl_information, mutual_information, prior
 from medagent.network.svn import svn_links
 from tests.unit._netref import expected, needs_netref, read_rows
 

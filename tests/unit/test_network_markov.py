@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from medagent.network.flow import category_shares, flow_network, mean_positions, transition_counts, two_phases
+from medagent.interview.order import mean_positions
+from medagent.network.flow import category_shares, flow_network, transition_counts, two_phases
 from medagent.network.markov import (
     collapse_runs,
     context_counts,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import hypergeom
 
-from medagent.network.information import kl_information
+from medagent.interview.information import kl_information
 from medagent.network.permutation import kl_permutation_null
 from medagent.network.sensitivity import SensitivityConfig, sensitivity_table
 from medagent.network.svn import (

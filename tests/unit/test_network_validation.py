@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
+from medagent.interview.order import load_priorities
 from medagent.interview.types import INQUIRY_CATEGORIES
 from medagent.network.validation import (
     average_ranks,
     exact_permutation_p,
-    load_priorities,
     order_ranks,
     position_ranks,
     spearman_aligned,

@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-from medagent.agent.services import Retriever
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent.assessment import Assessment, assess, retrieve_passages, summarise
 from medagent.history.agent.phases import Rules, completeness, entropy, finish_reason, next_phase
@@ -37,6 +36,7 @@ from medagent.history.agent.state import (
 from medagent.history.llmio import CallLog
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
+from medagent.services import Retriever
 
 
 @runtime_checkable
@@ -137,7 +137,7 @@ class HistoryTakingAgent:
     Args:
         llm: Any ``ChatModel`` (Serve handle, HTTP endpoint, scripted fake).
         cfg: Thresholds, budget, priorities, red flags, sampling.
-        retriever: Guideline retrieval (``medagent.agent.services.Retriever``); None skips retrieval and the
+        retriever: Guideline retrieval (``medagent.services.Retriever``); None skips retrieval and the
             assessment is marked ``grounded=False``.
         embedder: For the semantic redundancy check; None disables that check (verbatim and slot checks stay).
     """

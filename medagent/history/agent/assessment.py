@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from medagent.agent.services import Doc, Retriever
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent.preprocess import summary_parser
 from medagent.history.llmio import (
@@ -27,6 +26,7 @@ from medagent.history.llmio import (
 )
 from medagent.llm.base import ChatModel
 from medagent.prompts import load_prompt
+from medagent.services import Doc, Retriever
 
 
 @dataclass(frozen=True)

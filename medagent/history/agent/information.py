@@ -18,7 +18,7 @@ analysis' ``kl_information`` of each row (joint prior), recorded for reports; th
 values for the current differential (``medagent.history.agent.value``).
 
 **Physician order.** Categories ranked by the mean relative position of the training physicians' questions
-(``medagent.network.flow.mean_positions``, ``which="all"``); never-asked categories go last.
+(``medagent.interview.order.mean_positions``, ``which="all"``); never-asked categories go last.
 
 The table is built by ``python -m medagent.history.agent.build_information`` and is small JSON.
 """
@@ -38,10 +38,10 @@ import numpy as np
 
 from medagent.interview.annotate.lexicon import LexiconAnnotator, answer_polarity
 from medagent.interview.annotate.matcher import Lexicon
+from medagent.interview.information import kl_information
+from medagent.interview.order import mean_positions
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import INQUIRY_CATEGORIES, Annotation
-from medagent.network.flow import mean_positions
-from medagent.network.information import kl_information
 
 TABLE_VERSION = 1
 DEFAULT_SALT = "medagent-res-split-v1"

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent.state import SLOT_BY_NAME, SLOTS, Hypothesis, InterviewState, Phase, slots_of
 from medagent.history.agent.value import InformationModel, SlotValue
+from medagent.interview.order import load_priorities
 from medagent.interview.types import INQUIRY_CATEGORIES
-from medagent.network.validation import load_priorities
 
 PRIORITY_CHOICES = ("paper", "physician")
 POLICY_CHOICES = ("order", "information")

@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 from medagent.history.agent.information import CATEGORY_PREFIX, InformationTable
 from medagent.history.agent.state import SLOT_BY_NAME, InterviewState, slots_of
 from medagent.interview.annotate.matcher import Lexicon
-from medagent.network.information import kl_information, mutual_information
+from medagent.interview.information import kl_information, mutual_information
 
 LAPLACE = 1.0
 
