@@ -13,7 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 from medagent.config import InterviewSessionsConfig, LLMConfig, to_dataclass
-from medagent.history import HistoryTakingAgent
+from medagent.history import HistoryTakingAgent, history_mode
 from medagent.history.live.sessions import InterviewSessions as SessionStore
 from medagent.history.live.sessions import SessionConflict, SessionLimitReached, SessionNotFound
 
@@ -44,9 +44,9 @@ class InterviewSessions(SessionStore):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         cfg: InterviewSessionsConfig = to_dataclass(InterviewSessionsConfig, sessions)
-        if agent is None and cfg.agent.mode == "amq":
+        if agent is None and history_mode(cfg.agent.mode).asks_questions:
             agent = _build_agent(cfg, to_dataclass(LLMConfig, llm), llm_client, services)
-        super().__init__(cfg, agent, clock=clock)  # type: ignore[arg-type]  # checked: mode != amq raises
+        super().__init__(cfg, agent, clock=clock)  # type: ignore[arg-type]  # checked: a mode that asks no questions raises
 
 
 def _build_agent(

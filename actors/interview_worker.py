@@ -25,7 +25,7 @@ from actors.common import (
 )
 from actors.metrics import meters
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, LLMConfig, to_dataclass
-from medagent.history import build_history_agent
+from medagent.history import build_history_agent, needs_history_retrieval
 from medagent.history.evaluation.runner import arm_name, closing_rule, evaluate_interview
 from medagent.history.simulation.reference import extract_reference
 from medagent.interview.transcripts import Interview
@@ -92,8 +92,7 @@ class InterviewWorker:
             raise ValueError(
                 "embedder=null needs eval.simulator_exchanges=null (the simulator then reads it all)"
             )
-        wants_retrieval = self.agent_cfg.mode == "amq" and self.agent_cfg.retrieval
-        retriever = retriever_for(services_endpoint) if wants_retrieval else None
+        retriever = retriever_for(services_endpoint) if needs_history_retrieval(self.agent_cfg) else None
         self.agent = build_history_agent(self.agent_cfg, self.llm, retriever, self.embedder)
         self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
         self.gold = gold_diagnoses or {}

@@ -26,7 +26,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from medagent.config import InterviewRunConfig, RunConfig
-from medagent.history import HISTORY_MODES
+from medagent.history import HISTORY_MODES, history_mode
 from medagent.history.agent.information import split_record
 from medagent.history.evaluation.fidelity import FidelityScorer, add_lexical_fidelity
 from medagent.history.evaluation.metrics import (
@@ -149,7 +149,7 @@ def own_transcripts(cfg: InterviewRunConfig) -> dict[str, str]:
     """Interview id -> the amq agent's transcript in ``agent.transcript_run`` (single_shot,
     context=transcript_run); empty for every other config. Interviews the amq run did not finish (error or
     skipped rows) have no transcript."""
-    if cfg.agent.mode != "single_shot" or cfg.agent.context != "transcript_run":
+    if not history_mode(cfg.agent.mode).reads_context or cfg.agent.context != "transcript_run":
         return {}
     if not cfg.agent.transcript_run:
         raise ValueError("agent.context=transcript_run needs agent.transcript_run=/abs/finished/amq/run_dir")
@@ -287,11 +287,13 @@ def report(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) -> 
 
 def run(cfg: InterviewRunConfig) -> dict[str, Any]:
     """Runs the configured interviews (resumable), then scores and reports; returns the metrics."""
-    if cfg.agent.mode not in HISTORY_MODES:
+    try:
+        history_mode(cfg.agent.mode)
+    except KeyError:
         raise ValueError(
             f"agent.mode={cfg.agent.mode!r} is not a history-taking agent (conf/history_agent/); expected one of "
-            f"{HISTORY_MODES}"
-        )
+            f"{HISTORY_MODES.names()}"
+        ) from None
     data = load_interviews(
         cfg.interviews.name,
         cfg.interviews.source,

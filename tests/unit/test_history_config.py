@@ -36,3 +36,20 @@ def test_overrides_are_type_checked() -> None:
     with pytest.raises(ConfigKeyError):
         to_dataclass(HistoryAgentConfig, {"not_a_field": 1})
     assert to_dataclass(InterviewEvalConfig, {"simulator_exchanges": None}).simulator_exchanges is None
+
+
+def test_history_modes_register_their_capabilities() -> None:
+    from medagent.history import history_mode, needs_history_retrieval
+
+    amq, single = history_mode("amq"), history_mode("single_shot")
+    assert (amq.asks_questions, amq.tracks_red_flags, amq.reads_context) == (True, True, False)
+    assert (single.asks_questions, single.tracks_red_flags, single.reads_context) == (False, False, True)
+
+    def cfg(mode: str, retrieval: bool) -> HistoryAgentConfig:
+        return to_dataclass(HistoryAgentConfig, {"mode": mode, "retrieval": retrieval})
+
+    assert needs_history_retrieval(cfg("amq", True))
+    assert not needs_history_retrieval(cfg("amq", False))
+    assert not needs_history_retrieval(cfg("single_shot", True))
+    with pytest.raises(KeyError, match="registered: amq, single_shot"):
+        history_mode("amqq")

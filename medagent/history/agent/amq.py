@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent.assessment import Assessment, assess, retrieve_passages, summarise
+from medagent.history.agent.modes import history_mode, register_history_mode
 from medagent.history.agent.phases import Rules, completeness, entropy, finish_reason, next_phase
 from medagent.history.agent.policy import QuestionPolicy
 from medagent.history.agent.preprocess import preprocess, render_differential, slot_table
@@ -95,7 +96,7 @@ class InterviewResult:
     @property
     def n_turns(self) -> int:
         """Questions asked (single_shot: 1, its one assessment turn)."""
-        return len(self.final_state.asked) if self.mode == "amq" else 1
+        return len(self.final_state.asked) if history_mode(self.mode).asks_questions else 1
 
     @property
     def blocked(self) -> int:
@@ -117,6 +118,16 @@ class InterviewResult:
         if with_states:
             d["states"] = [s.to_dict() for s in self.states]
         return d
+
+
+@dataclass(frozen=True)
+class Step:
+    """One turn's decision: the state with ``question`` asked (pending), or ``question=None`` and why the
+    interview ends (``finish_reason``)."""
+
+    state: InterviewState
+    question: AskedQuestion | None
+    finish_reason: str = ""
 
 
 def findings_text(state: InterviewState) -> str:
@@ -151,7 +162,7 @@ class HistoryTakingAgent:
         retriever: Retriever | None = None,
         embedder: TextEmbedder | None = None,
     ) -> None:
-        if cfg.mode != "amq":
+        if not history_mode(cfg.mode).asks_questions:
             raise ValueError(
                 f"HistoryTakingAgent runs mode 'amq', got {cfg.mode!r} (see build_history_agent)"
             )
@@ -232,6 +243,19 @@ class HistoryTakingAgent:
             result = replace(result, errors=(*errors, *result.errors))
         return result
 
+    async def step(
+        self, state: InterviewState, *, events: list[Event] | None = None, log: CallLog | None = None
+    ) -> Step:
+        """The next question to put, or why the interview ends: the one decision of every turn, made here
+        for both the batch run (``run``) and the HTTP sessions (``medagent.history.live.sessions``)."""
+        reason = self.done_reason(state)
+        if reason:
+            return Step(state, None, reason)
+        state, question = await self.next_question(state, events=events, log=log)
+        if question is None:
+            return Step(state, None, "no acceptable question left")
+        return Step(state, question)
+
     # -------------------------------------------------------------------------------------- run API
     async def run(self, patient: Patient, *, transcript: str | None = None) -> InterviewResult:
         """Interviews ``patient`` to completion and assesses (``transcript`` is ignored: the agent asks)."""
@@ -241,15 +265,11 @@ class HistoryTakingAgent:
         state = self.start()
         states = [state]
         turns: list[TurnRecord] = []
-        reason: str | None = None
         while True:
-            reason = self.done_reason(state)
-            if reason:
-                break
             blocked_before = len(state.blocked)
-            state, question = await self.next_question(state, events=events, log=log)
+            step = await self.step(state, events=events, log=log)
+            state, question = step.state, step.question
             if question is None:
-                reason = "no acceptable question left"
                 break
             phase = state.phase.value
             answer = await patient.answer(question.text)
@@ -279,7 +299,7 @@ class HistoryTakingAgent:
             states=states,
             events=events,
             turns=turns,
-            finish_reason=reason or "",
+            finish_reason=step.finish_reason,
             usage=log.to_dict(),
             errors=list(log.errors),
         )
@@ -289,3 +309,12 @@ class HistoryTakingAgent:
         if sink is not None:
             sink.append(event)
         return transition(state, event)
+
+
+register_history_mode(
+    "amq",
+    HistoryTakingAgent,
+    asks_questions=True,
+    tracks_red_flags=True,
+    retrieval=lambda cfg: cfg.retrieval,
+)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from medagent.history.agent.modes import history_mode
 from medagent.interview.annotate.lexicon import LexiconAnnotator, answer_polarity
 from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.information import kl_information
@@ -162,7 +163,8 @@ def check_disjoint(table: InformationTable, evaluated: Iterable[str]) -> None:
 
 def uses_training_split(agent: Any) -> bool:
     """Whether a ``HistoryAgentConfig`` reads anything learned from the training split."""
-    return agent.mode == "amq" and (agent.policy == "information" or agent.priorities == "physician")
+    asks = history_mode(agent.mode).asks_questions  # only an agent that picks its questions has a slot order
+    return asks and (agent.policy == "information" or agent.priorities == "physician")
 
 
 def split_record(agent: Any, evaluated: Iterable[str]) -> tuple[dict[str, Any], Path] | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent.amq import InterviewResult, Patient
 from medagent.history.agent.assessment import assess, summarise
+from medagent.history.agent.modes import register_history_mode
 from medagent.history.agent.state import Answered, Asked, AskedQuestion, InterviewState, transition
 from medagent.history.llmio import CallLog
 from medagent.llm.base import ChatModel
@@ -68,3 +69,10 @@ class SingleShotBaseline:
             usage=log.to_dict(),
             errors=list(log.errors),
         )
+
+
+register_history_mode(
+    "single_shot",
+    lambda llm, cfg, _retriever, _embedder: SingleShotBaseline(llm, cfg),
+    reads_context=True,
+)

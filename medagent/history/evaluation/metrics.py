@@ -33,6 +33,7 @@ from typing import Any
 
 from medagent.config import InterviewEvalConfig
 from medagent.history.agent.amq import InterviewResult
+from medagent.history.agent.modes import history_mode
 from medagent.history.agent.redundancy import TextEmbedder, redundant_share
 from medagent.history.evaluation import fidelity
 from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list, string
@@ -272,7 +273,7 @@ def interview_record(
     blocked = result.blocked
     agent_flags = list(result.final_state.red_flags)
     recall = None
-    if reference_red_flags and result.mode == "amq":  # the single-shot baseline tracks no red flags
+    if reference_red_flags and history_mode(result.mode).tracks_red_flags:
         recall = len(set(agent_flags) & set(reference_red_flags)) / len(set(reference_red_flags))
     dx = [d.diagnosis for d in a.differential] or [h.diagnosis for h in result.final_state.differential]
     hit = differential_hit(dx, gold_diagnoses, canonical) if gold_diagnoses else None

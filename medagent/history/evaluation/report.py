@@ -22,6 +22,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from medagent.history.agent.modes import history_mode
 from medagent.history.evaluation import metrics as metrics_module
 from medagent.history.evaluation.metrics import InterviewRecord, aggregate
 from medagent.history.evaluation.paired import PairedDifference, paired_markdown
@@ -111,7 +112,7 @@ class RunRecords:
         return out
 
     def metrics(self) -> dict[str, Any]:
-        """``metrics.aggregate`` (``medagent.history.evaluation.metrics``) plus skipped interviews and wall time per interview."""
+        """``aggregate`` (the interview metrics) plus skipped interviews and wall time per interview."""
         ok = [self.rows[r.interview_id] for r in self.records if r.error is None]
         secs = [float(r["elapsed_s"]) for r in ok if r.get("elapsed_s") is not None]
         calls = [_calls(r) for r in ok]
@@ -262,7 +263,11 @@ def pick_timeline(run: RunRecords, wanted: str | None = None) -> dict[str, Any] 
     """The interview to draw: ``wanted``, else the scored amq interview with the most turns."""
     if wanted:
         return run.rows.get(wanted)
-    rows = [run.rows[r.interview_id] for r in run.records if r.error is None and r.mode == "amq"]
+    rows = [
+        run.rows[r.interview_id]
+        for r in run.records
+        if r.error is None and history_mode(r.mode).asks_questions
+    ]
     return max(rows, key=lambda r: len(r["result"]["turns"]), default=None)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig
 from medagent.history.agent.amq import HistoryTakingAgent, InterviewResult
+from medagent.history.agent.modes import history_mode
 from medagent.history.agent.redundancy import TextEmbedder
 from medagent.history.agent.single_shot import SingleShotBaseline
 from medagent.history.evaluation.metrics import RedFlagExtractor, interview_record
@@ -38,9 +39,10 @@ def arm_name(cfg: HistoryAgentConfig) -> str:
     An amq arm names its next-slot policy unless it is the paper's order (``amq:physician``,
     ``amq:information``), so the paper / physician / information arms of one report keep apart.
     """
-    if cfg.mode == "single_shot":
-        return f"single_shot:{cfg.context}"
-    name = cfg.mode
+    mode = history_mode(cfg.mode)
+    if mode.reads_context:
+        return f"{mode.name}:{cfg.context}"
+    name = mode.name
     if cfg.policy == "information":
         name += ":information"
     elif cfg.priorities != "paper":
@@ -108,10 +110,9 @@ async def evaluate_interview(
     seen = visible_turns(interview, reference)
     simulator = PatientSimulator(llm, seen, cfg, embedder if cfg.simulator_exchanges is not None else None)
     json_schema = agent.cfg.json_schema
+    mode = history_mode(agent.cfg.mode)
     transcript = (
-        baseline_transcript(agent.cfg, render_turns(seen), own_transcript)
-        if isinstance(agent, SingleShotBaseline)
-        else None
+        baseline_transcript(agent.cfg, render_turns(seen), own_transcript) if mode.reads_context else None
     )
     result: InterviewResult = await agent.run(simulator, transcript=transcript)
     eval_log = CallLog()
@@ -119,13 +120,13 @@ async def evaluate_interview(
     if cfg.judge_fidelity and simulator.log:
         judge = FidelityJudge(llm, cfg, json_schema=json_schema, source=seen, embedder=embedder)
         labels = await judge.judge_all(simulator.log, eval_log)
-    # Red-flag recall is an amq metric (the single-shot baseline tracks no red flags): the reference's
-    # extraction over the whole transcript is half of a single-shot interview's model time, spent on nothing.
+    # Red-flag recall applies only to an agent that tracks red flags: for any other, the reference's
+    # extraction over the whole transcript is half of an interview's model time, spent on nothing.
     reference_flags = (
         await RedFlagExtractor(llm, agent.cfg.red_flags, cfg, json_schema=json_schema).extract(
             interview, eval_log
         )
-        if isinstance(agent, HistoryTakingAgent)
+        if mode.tracks_red_flags
         else None
     )
     record = interview_record(

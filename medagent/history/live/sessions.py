@@ -6,9 +6,10 @@ LLM and retriever, and ``actors.builder`` makes it a Serve deployment) holding
 an expiry time. It drives ``HistoryTakingAgent``'s step API one HTTP request at a time:
 
 - ``start``: a new state, the first question;
-- ``answer``: ``observe`` the answer, then ``next_question``; when the agent is done (completion, red flag,
-  turn budget, or no acceptable question left) ``finish`` writes the summary, retrieves guidelines and
-  returns the final assessment; the session then stays readable until it expires;
+- ``answer``: ``observe`` the answer, then ``step`` (the per-turn decision the batch run's loop makes too);
+  when the agent is done (completion, red flag, turn budget, or no acceptable question left) ``finish``
+  writes the summary, retrieves guidelines and returns the final assessment; the session then stays
+  readable until it expires;
 - ``get`` / ``delete``.
 
 A session idle for ``ttl_s`` expires (purged lazily on every call); at most ``max_sessions`` live at once.
@@ -29,6 +30,7 @@ from typing import Any
 from medagent.config import InterviewSessionsConfig, to_dataclass
 from medagent.history.agent.amq import HistoryTakingAgent
 from medagent.history.agent.assessment import Assessment
+from medagent.history.agent.modes import history_mode
 from medagent.history.agent.state import InterviewState
 from medagent.llm.base import LLMError
 
@@ -81,7 +83,7 @@ class InterviewSessions:
             if isinstance(sessions, InterviewSessionsConfig)
             else to_dataclass(InterviewSessionsConfig, sessions)
         )
-        if self.cfg.agent.mode != "amq":
+        if not history_mode(self.cfg.agent.mode).asks_questions:
             raise ValueError(
                 f"interview sessions drive the amq agent's steps; agent.mode={self.cfg.agent.mode!r}"
             )
@@ -126,17 +128,12 @@ class InterviewSessions:
 
     async def _advance(self, session: Session, state: InterviewState) -> None:
         """Asks the next question, or finishes; commits to ``session`` only when every call succeeded."""
-        reason = self.agent.done_reason(state)
-        question = None
-        if not reason:
-            state, question = await self.agent.next_question(state)
-            if question is None:
-                reason = "no acceptable question left"
-        assessment = None if question is not None else await self.agent.finish(state)
-        session.state = state
-        session.question = question.text if question is not None else None
+        step = await self.agent.step(state)
+        assessment = None if step.question is not None else await self.agent.finish(step.state)
+        session.state = step.state
+        session.question = step.question.text if step.question is not None else None
         session.assessment = assessment
-        session.finish_reason = reason or ""
+        session.finish_reason = step.finish_reason
 
     # ---------------------------------------------------------------------------------------- the API
     async def start(self) -> dict[str, Any]:
