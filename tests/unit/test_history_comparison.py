@@ -185,7 +185,9 @@ def test_report_writes_paired_differences_against_compared_runs(
         def score(self, predictions: list[str], references: list[str]) -> list[float]:
             return [0.5 + 0.01 * len(p) / max(len(p), 1) for p in predictions]
 
-    monkeypatch.setattr(ri.BertScorer, "from_config", classmethod(lambda cls, cfg: Scorer()))
+    from medagent.history.evaluation.metrics import BertScorer
+
+    monkeypatch.setattr(BertScorer, "from_config", classmethod(lambda cls, cfg: Scorer()))
     amq_root = _amq_run_dir(tmp_path)
     base = RunDir.create(str(tmp_path / "base"), str(tmp_path), "x")
     # T5 is not one of this run's interviews: the compared arm is read over this run's interviews only.
