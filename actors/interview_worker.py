@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 from actors.common import (
@@ -26,6 +27,7 @@ from actors.common import (
 from actors.metrics import meters
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, LLMConfig, to_dataclass
 from medagent.history import build_history_agent, needs_history_retrieval
+from medagent.history.evaluation.row import InterviewRow
 from medagent.history.evaluation.runner import arm_name, closing_rule, evaluate_interview
 from medagent.history.simulation.reference import extract_reference
 from medagent.interview.transcripts import Interview
@@ -41,15 +43,15 @@ def validate_inputs(batch: dict[str, Any], stage: str = "InterviewWorker") -> No
     validate_columns(batch, REQUIRED_INPUT_KEYS, stage)
 
 
-def error_row(interview: Interview, mode: str, cfg: InterviewEvalConfig, exc: Exception) -> dict[str, Any]:
+def error_row(interview: Interview, mode: str, cfg: InterviewEvalConfig, exc: Exception) -> InterviewRow:
     """The row of an interview whose endpoint failed: the reference is kept so the failure is countable."""
-    return {
-        "interview_id": interview.id,
-        "source": interview.source,
-        "mode": mode,
-        "reference": extract_reference(interview, closing_rule(cfg)).to_dict(),
-        "error": f"{type(exc).__name__}: {exc}",
-    }
+    return InterviewRow(
+        interview.id,
+        interview.source,
+        extract_reference(interview, closing_rule(cfg)).to_dict(),
+        mode=mode,
+        error=f"{type(exc).__name__}: {exc}",
+    )
 
 
 class InterviewWorker:
@@ -122,20 +124,16 @@ class InterviewWorker:
                 )
             except LLMError as exc:
                 row = error_row(interview, self.agent_cfg.mode, self.eval_cfg, exc)
-            row = row | {
-                "mode": self.agent_cfg.mode,
-                "arm": arm_name(self.agent_cfg),
-                "elapsed_s": round(time.perf_counter() - start, 3),
-            }
-            meters().interview(row)
-            result = row.get("result") or {}
-            outcome = (
-                row.get("error")
-                or row.get("skipped")
-                or f"{result.get('n_turns')} turns ({result.get('finish_reason')})"
+            row = replace(
+                row,
+                mode=self.agent_cfg.mode,
+                arm=arm_name(self.agent_cfg),
+                elapsed_s=round(time.perf_counter() - start, 3),
             )
-            log.info("interview %s: %s in %.0f s", interview.id, outcome, row["elapsed_s"])
-            return row
+            out = row.to_dict()
+            meters().interview(out)
+            log.info("interview %s: %s in %.0f s", interview.id, row.outcome(), row.elapsed_s)
+            return out
 
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         validate_inputs(batch)

@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from medagent.config import InterviewRunConfig, RunConfig
 from medagent.history import HISTORY_MODES, history_mode
 from medagent.history.agent.information import split_record
+from medagent.history.evaluation.row import InterviewRow
 from medagent.history.evaluation.scoring import KEY, endpoint_failed, score_run
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
@@ -132,11 +133,11 @@ def own_transcripts(cfg: InterviewRunConfig) -> dict[str, str]:
 
     rd = RunDir(Path(cfg.agent.transcript_run), read_only=True)
     out = {}
-    for row in rd.latest_records(rd.interviews, KEY, endpoint_failed):
-        result = row.get("result") or {}
-        if row.get("error") or row.get("skipped") or result.get("mode") != "amq":
+    for d in rd.latest_records(rd.interviews, KEY, endpoint_failed):
+        row = InterviewRow.from_dict(d)
+        if row.result is None or not row.scored or not history_mode(row.result["mode"]).asks_questions:
             continue
-        out[row[KEY]] = InterviewState.from_dict(result["final_state"]).transcript()
+        out[row.interview_id] = InterviewState.from_dict(row.result["final_state"]).transcript()
     if not out:
         raise ValueError(f"no finished amq interview in {cfg.agent.transcript_run}")
     return out

@@ -53,7 +53,7 @@ def _run(
         )
     )
     users = [m["content"] for b in model.requests for m in b["messages"] if m["role"] == "user"]
-    return json.loads(json.dumps(row)), users
+    return json.loads(json.dumps(row.to_dict())), users
 
 
 def test_opening_is_the_default_and_asks_the_patient_once() -> None:

@@ -256,7 +256,7 @@ def test_evaluate_interview_row(mode: str) -> None:
     cfg = InterviewEvalConfig(simulator_exchanges=2)
     row = asyncio.run(
         evaluate_interview(IV, agent, llm, cfg, embedder=BagOfWordsEmbedder(), gold_diagnoses=["covid-19"])
-    )
+    ).to_dict()
     json.dumps(row)
     rec = row["record"]
     assert rec["reference_usable"] and rec["rouge_l"] is not None and rec["differential_hit"] is True
@@ -275,5 +275,5 @@ def test_evaluate_interview_row(mode: str) -> None:
         evaluate_interview(
             parse_transcript("D: Do you smoke?\nP: No.\n", "T9"), agent, llm, cfg, embedder=None
         )
-    )
+    ).to_dict()
     assert skipped["skipped"] and "record" not in skipped

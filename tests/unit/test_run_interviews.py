@@ -93,7 +93,7 @@ def _row(mode: str, iv_id: str) -> dict[str, Any]:
             embedder=BagOfWordsEmbedder(),
         )
     )
-    return json.loads(json.dumps(row)) | {"mode": mode, "elapsed_s": 1.5}
+    return json.loads(json.dumps(row.to_dict())) | {"mode": mode, "elapsed_s": 1.5}
 
 
 class _FakeScorer:
@@ -226,3 +226,15 @@ def test_interview_resumable_keys_name_real_fields() -> None:
     assert config_drift(fields, changed, RESUMABLE_KEYS) == []
     changed["agent"]["max_turns"] = fields["agent"]["max_turns"] + 1
     assert config_drift(fields, changed, RESUMABLE_KEYS) == ["agent.max_turns"]
+
+
+def test_interview_row_reads_and_writes_the_run_dir_keys() -> None:
+    from medagent.history.evaluation.row import InterviewRow
+
+    scored = _row("amq", "T1")
+    skipped = {"interview_id": "T9", "source": "osce", "reference": {"usable": False}, "skipped": "why"}
+    error = {"interview_id": "T8", "source": "osce", "mode": "amq", "reference": {}, "error": "LLMError: x"}
+    for d in (scored, skipped, error, scored | {"from_a_later_version": 1}):
+        assert InterviewRow.from_dict(d).to_dict() == d
+    assert InterviewRow.from_dict(scored).scored and not InterviewRow.from_dict(skipped).scored
+    assert InterviewRow.from_dict(error).outcome() == "LLMError: x"

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from medagent.history.evaluation.row import InterviewRow
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import Turn
 
@@ -117,9 +118,9 @@ def add_lexical_fidelity(
         sources: Interview id -> the interview cut to its visible turns (what the simulator saw).
     """
     for r in records:
-        row = rows.get(r.interview_id) or {}
+        row = rows.get(r.interview_id)
         source = sources.get(r.interview_id)
-        log = row.get("simulator") or []
+        log = (InterviewRow.from_dict(row).simulator or []) if row is not None else []
         if r.error is None and source is not None and log:
             pairs = [(str(x["question"]), str(x["answer"])) for x in log]
             r.fidelity_lexical = scorer.score(source, pairs).to_dict()

@@ -36,6 +36,7 @@ from medagent.history.agent.amq import InterviewResult
 from medagent.history.agent.modes import history_mode
 from medagent.history.agent.redundancy import TextEmbedder, redundant_share
 from medagent.history.evaluation import fidelity
+from medagent.history.evaluation.row import InterviewRow
 from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list, string
 from medagent.history.simulation.reference import Reference, quote_supports, render_turns
 from medagent.history.simulation.simulator import fidelity_shares
@@ -199,10 +200,10 @@ def add_lexical_repeats(
 ) -> None:
     """Fills ``repeat_rate_lexical`` from each row's asked questions (``repeats``: a ``TopicRepeats``)."""
     for r in records:
-        row = rows.get(r.interview_id) or {}
-        state = (row.get("result") or {}).get("final_state") or {}
+        row = rows.get(r.interview_id)
         if r.error is None:
-            r.repeat_rate_lexical = repeats.rate([q["text"] for q in state.get("asked") or []])
+            asked = InterviewRow.from_dict(row).asked if row is not None else []
+            r.repeat_rate_lexical = repeats.rate(asked)
 
 
 def add_physician_hits(

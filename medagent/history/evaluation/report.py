@@ -26,6 +26,7 @@ from medagent.history.agent.modes import history_mode
 from medagent.history.evaluation import metrics as metrics_module
 from medagent.history.evaluation.metrics import InterviewRecord, aggregate
 from medagent.history.evaluation.paired import PairedDifference, paired_markdown
+from medagent.history.evaluation.row import InterviewRow
 
 CSV_FIELDS = (
     "interview_id",
@@ -71,14 +72,14 @@ TABLE_METRICS = (
 
 def error_record(row: dict[str, Any]) -> InterviewRecord:
     """The record of an interview whose endpoint failed (left out of every mean, counted in ``errors``)."""
-    ref = row.get("reference") or {}
+    r = InterviewRow.from_dict(row)
     return InterviewRecord(
-        interview_id=row["interview_id"],
-        source=row.get("source", ""),
-        mode=row.get("mode", ""),
+        interview_id=r.interview_id,
+        source=r.source,
+        mode=r.mode or "",
         prediction="",
-        reference=ref.get("statement", ""),
-        reference_usable=bool(ref.get("usable", False)),
+        reference=r.reference.get("statement", ""),
+        reference_usable=bool(r.reference.get("usable", False)),
         valid=False,
         n_turns=0,
         asked=0,
@@ -126,10 +127,7 @@ class RunRecords:
 
 def _calls(row: dict[str, Any]) -> int:
     """Model calls of one interview: the agent's, the simulator's and the evaluation's (judge, red flags)."""
-    usage = (row.get("result") or {}).get("usage") or {}
-    return sum(
-        int(u.get("calls", 0)) for u in (usage, row.get("simulator_usage") or {}, row.get("eval_usage") or {})
-    )
+    return sum(int(u.get("calls", 0)) for u in InterviewRow.from_dict(row).usages)
 
 
 def time_by_kind(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -137,9 +135,8 @@ def time_by_kind(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     patient, fidelity judge...): where an interview's time goes. Rows without ``by_tag`` add nothing."""
     total: dict[str, dict[str, float]] = {}
     for row in rows:
-        usages = ((row.get("result") or {}).get("usage"), row.get("simulator_usage"), row.get("eval_usage"))
-        for usage in usages:
-            for kind, u in ((usage or {}).get("by_tag") or {}).items():
+        for usage in InterviewRow.from_dict(row).usages:
+            for kind, u in (usage.get("by_tag") or {}).items():
                 t = total.setdefault(kind, {"calls": 0.0, "latency_s": 0.0, "completion_tokens": 0.0})
                 for k in t:
                     t[k] += float(u.get(k, 0))

@@ -15,7 +15,7 @@ agent's own interview of the same patient (read by the driver from a finished ru
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig
@@ -24,6 +24,7 @@ from medagent.history.agent.modes import history_mode
 from medagent.history.agent.redundancy import TextEmbedder
 from medagent.history.agent.single_shot import SingleShotBaseline
 from medagent.history.evaluation.metrics import RedFlagExtractor, interview_record
+from medagent.history.evaluation.row import InterviewRow
 from medagent.history.llmio import CallLog
 from medagent.history.simulation.reference import ClosingRule, extract_reference, render_turns, visible_turns
 from medagent.history.simulation.simulator import FidelityJudge, PatientSimulator
@@ -82,8 +83,8 @@ async def evaluate_interview(
     canonical: Any = None,
     skip_unusable: bool = True,
     own_transcript: str | None = None,
-) -> dict[str, Any]:
-    """Runs and scores one interview; returns a JSON-able row.
+) -> InterviewRow:
+    """Runs and scores one interview; returns its row (``InterviewRow.to_dict`` is what the run dir holds).
 
     Args:
         interview: The source interview (its text only; gold diagnoses come separately).
@@ -100,13 +101,9 @@ async def evaluate_interview(
         LLMError: An endpoint failed (the caller records it against the interview).
     """
     reference = extract_reference(interview, closing_rule(cfg))
-    row: dict[str, Any] = {
-        "interview_id": interview.id,
-        "source": interview.source,
-        "reference": reference.to_dict(),
-    }
+    row = InterviewRow(interview.id, interview.source, reference.to_dict())
     if skip_unusable and not reference.usable:
-        return row | {"skipped": "no usable closing statement"}
+        return replace(row, skipped="no usable closing statement")
     seen = visible_turns(interview, reference)
     simulator = PatientSimulator(llm, seen, cfg, embedder if cfg.simulator_exchanges is not None else None)
     json_schema = agent.cfg.json_schema
@@ -140,13 +137,12 @@ async def evaluate_interview(
         canonical=canonical,
         fidelity_labels=labels,
     )
-    return row | {
-        "arm": arm_name(agent.cfg),
-        "result": result.to_dict(),
-        "record": record.to_dict(),
-        "simulator": [
-            asdict(x) | {"label": labels[i] if labels else None} for i, x in enumerate(simulator.log)
-        ],
-        "simulator_usage": simulator.calls.to_dict() | {"errors": simulator.calls.errors},
-        "eval_usage": eval_log.to_dict() | {"errors": eval_log.errors},
-    }
+    return replace(
+        row,
+        arm=arm_name(agent.cfg),
+        result=result.to_dict(),
+        record=record.to_dict(),
+        simulator=[asdict(x) | {"label": labels[i] if labels else None} for i, x in enumerate(simulator.log)],
+        simulator_usage=simulator.calls.to_dict() | {"errors": simulator.calls.errors},
+        eval_usage=eval_log.to_dict() | {"errors": eval_log.errors},
+    )
