@@ -1,4 +1,4 @@
-"""Seed B's comparison machinery: the single-shot contexts, the controls, the paired report."""
+"""The history-taking comparison machinery: the single-shot contexts, the controls, the paired report."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The history-taking agent (seed B, "adaptive Markov questioning"): a state machine over ``InterviewState``.
+"""The history-taking agent ("adaptive Markov questioning", Jabbar et al.): a state machine over ``InterviewState``.
 
 One turn: ``next_question`` (policy + redundancy control; ``None`` when the interview should end) ->
 the patient answers -> ``observe`` (pre-processing update, then the phase machine). At the end ``finish``

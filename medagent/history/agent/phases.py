@@ -25,7 +25,7 @@ Definitions (the paper names the quantities, not their formulas; these are ours)
 * **Passes** (``slots_per_pass = k``): the j-th slot of a category (slot order) belongs to pass ``j // k``;
   slots are ordered by pass, then category rank, then slot order. With k = 4 the first pass is the 4 core
   symptom slots plus every other slot (16 slots), so every category, social history included, is reached
-  within seed B's 16 turns even when each answer fills a single slot.
+  within the paper's 16 turns (Jabbar et al.) even when each answer fills a single slot.
 * **Completion** (``finish_reason``): C >= ``completion_threshold``; Confirmation done (``confirmation_turns``
   questions asked there); the turn budget ``max_turns`` spent; or the router chose retrieval with
   C >= ``route_min_completeness``.

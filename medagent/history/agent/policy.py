@@ -15,8 +15,8 @@ which slot it actually asks about. A malformed reply falls back to the slot's pl
 blocked), then the next eligible slot is tried (a slot whose question was blocked twice is skipped for this
 turn), for at most ``1 + max_replacements`` proposals per turn. A replacement that repeats a question
 already refused this turn, or drifts back to a skipped slot, is swapped for the target slot's plain
-question: the 1.5B CPU model returned the same refused question four times in a row and ended interviews
-after 3-4 turns (session 4, RES0006 and RES0010). If none passes, no question is asked and the interview
+question, because a small model (the 1.5B CPU model) can return the same refused question again and again
+and so end an interview after a few turns. If none passes, no question is asked and the interview
 finishes.
 """
 

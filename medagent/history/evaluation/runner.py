@@ -1,14 +1,15 @@
 """One evaluated interview, start to finish: what an ``InterviewWorker`` actor calls per row.
 
 reference (physician's closing statement) -> simulator grounded in the visible turns -> agent run ->
-fidelity judge over the simulator's answers -> reference red flags from the full transcript (amq only) ->
+fidelity judge over the simulator's answers -> reference red flags from the full transcript (agents that
+track red flags) ->
 record.
 BERTScore is not computed here: it runs once over all records (``metrics.add_bertscore``) so the scorer
 model loads once per run, not per actor.
 
-What the single-shot agent reads is its ``context`` (``CONTEXTS``): ``opening`` gives it no transcript, so it
-asks the simulated patient the opening question once and assesses from that answer (seed B's baseline:
-the presenting complaint, no follow-up questions); ``full`` hands it the physician's visible interview (an
+What the single-shot agent reads is its ``context`` (``CONTEXTS``): ``opening`` gives it no transcript, so
+it asks the simulated patient the opening question once and assesses from that answer (the baseline of the
+paper, Jabbar et al.: the presenting complaint, no follow-up questions); ``full`` hands it the physician's visible interview (an
 oracle: the physician already asked everything); ``transcript_run`` hands it the transcript of the amq
 agent's own interview of the same patient (read by the driver from a finished run dir).
 """
