@@ -2,8 +2,7 @@
 
 reference (physician's closing statement) -> simulator grounded in the visible turns -> agent run ->
 fidelity judge over the simulator's answers -> reference red flags from the full transcript (agents that
-track red flags) ->
-record.
+track red flags) -> record.
 BERTScore is not computed here: it runs once over all records (``metrics.add_bertscore``) so the scorer
 model loads once per run, not per actor.
 
