@@ -2,44 +2,16 @@
 
 The agents only see these protocols. ``medagent.agent.remote_services`` implements them over a Serve
 deployment handle (no HTTP hop inside the cluster) or over the HTTP routes of a running application
-(``actors.common.services_for`` picks); tests pass in-memory fakes. The shapes are those of ``medagent.api`` (``RetrievedDocument``).
+(``actors.common.services_for`` picks); tests pass in-memory fakes. Documents are ``medagent.api.Doc``, the
+one document type from the searcher through the wire to the agents (imported here for the agents' use).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-
-@dataclass(frozen=True)
-class Doc:
-    """One retrieved document (a chunk, or its parent in parent–child mode).
-
-    ``id`` is the chunk id the index returned (unique per source); ``doc_id`` the source document's id.
-    """
-
-    id: str
-    source: str
-    title: str
-    content: str
-    score: float = 0.0
-    doc_id: str = ""
-    parent_id: str | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Doc:
-        return cls(
-            id=str(d["id"]),
-            source=str(d.get("source", "")),
-            title=str(d.get("title", "")),
-            content=str(d.get("content", "")),
-            score=float(d.get("score", 0.0)),
-            doc_id=str(d.get("doc_id", "")),
-            parent_id=d.get("parent_id"),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+from medagent.api import Doc
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ import pytest
 from starlette.requests import Request
 
 from actors.retrieval_servers import RetrieverHTTPServer
-from medagent.api import RetrievedDocument, RetrieveRequest, RetrieveResponse
+from medagent.api import Doc, RetrieveRequest, RetrieveResponse
 
 
 class _Searcher:
@@ -30,7 +30,7 @@ class _Server(RetrieverHTTPServer):
 
     async def _batched_search(self, req: RetrieveRequest) -> RetrieveResponse:  # type: ignore[override]
         self.seen.append(req)
-        doc = RetrievedDocument(id="d1", score=1.0, source="pubmed", title="t", content="c", doc_id="d")
+        doc = Doc(id="d1", score=1.0, source="pubmed", title="t", content="c", doc_id="d")
         return RetrieveResponse(query_id=req.query_id, results={"d1": 1.0}, documents=[doc])
 
 
