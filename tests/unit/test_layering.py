@@ -41,3 +41,22 @@ def test_modules_stay_small() -> None:
         if (n := len(p.read_text().splitlines())) > 450
     ]
     assert big == []
+
+
+# Pipelines that another module may import: shared helpers without an entry point of their own, and the
+# benchmark run that run_suite drives cell by cell in its own Ray session.
+SHARED_PIPELINE_MODULES = {"common"}
+CELL_RUNNERS = {("run_suite", "run_benchmark")}
+
+
+def test_no_pipeline_imports_another() -> None:
+    pattern = re.compile(
+        r"^\s*(?:from\s+pipelines(?:\.(\w+))?\s+import\s+(\w+)|import\s+pipelines\.(\w+))", re.M
+    )
+    offenders = []
+    for p in sorted((REPO / "pipelines").glob("*.py")):
+        for m in pattern.finditer(p.read_text()):
+            target = m.group(1) or m.group(3) or m.group(2)
+            if target not in SHARED_PIPELINE_MODULES and (p.stem, target) not in CELL_RUNNERS:
+                offenders.append(f"{p.stem} -> {target}")
+    assert offenders == []
