@@ -182,8 +182,10 @@ def parse(model: type[M], text: str) -> M:
 
 def _explain(exc: ValidationError) -> str:
     """A validation error in a line a model can act on (the custom message when a validator gave one)."""
-    parts = []
-    for e in exc.errors()[:3]:
+    errors = exc.errors()
+    missing = [".".join(str(p) for p in e["loc"]) for e in errors if e["type"] == "missing"]
+    parts = [f"keys missing: {missing}"] if missing else []
+    for e in [e for e in errors if e["type"] != "missing"][:3]:
         where = ".".join(str(p) for p in e["loc"])
         msg = str(e["msg"]).removeprefix("Value error, ")
         parts.append(f"{where!r}: {msg}" if where and e["type"] != "value_error" else msg)
@@ -267,6 +269,5 @@ async def ask(
                 # The error (which quotes the reply's start) is the observation; the full reply is not echoed
                 # back, so a retry costs a few dozen tokens of context, not another max_tokens.
                 attempt_messages = [*messages, *retry.render(error=problem)]
-    if max_retries:
-        reply.errors.append(f"{tag}: no usable reply after {max_retries + 1} attempts")
+    reply.errors.append(f"{tag}: no usable reply after {max_retries + 1} attempts")
     return reply

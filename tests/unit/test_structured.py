@@ -173,3 +173,32 @@ def test_ask_lets_endpoint_failures_and_bugs_propagate() -> None:
         asyncio.run(ask(_Wire([LLMError("down")]), [], _Q, prompt="p", max_retries=3))
     with pytest.raises(KeyError):
         asyncio.run(ask(_Wire([KeyError("bug")]), [], _Q, prompt="p", max_retries=3))
+
+
+def test_annotator_schema_equals_the_hand_written_one() -> None:
+    from medagent.interview.annotate.llm import extraction_schema
+    from medagent.interview.types import INQUIRY_CATEGORIES
+
+    names = {"type": "array", "items": {"type": "string", "enum": ["cough", "fever"]}, "maxItems": 5}
+    categories = {"type": "string", "enum": list(INQUIRY_CATEGORIES)}
+    old = {
+        "type": "object",
+        "properties": {
+            "positive_findings": names,
+            "negative_findings": names,
+            "diagnoses": {"type": "array", "items": {"type": "string", "maxLength": 80}, "maxItems": 3},
+            "question_categories": {
+                "type": "object",
+                "properties": {"2": categories, "4": categories},
+                "required": ["2", "4"],
+                "additionalProperties": False,
+            },
+        },
+        "required": ["positive_findings", "negative_findings", "diagnoses", "question_categories"],
+        "additionalProperties": False,
+    }
+    new = extraction_schema(["cough", "fever"], [2, 4], 5, 3)
+    assert new == {
+        "type": "json_schema",
+        "json_schema": {"name": "interview_annotation", "strict": True, "schema": old},
+    }
