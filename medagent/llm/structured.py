@@ -25,6 +25,7 @@ from medagent.llm.base import ChatModel, ChatResponse
 from medagent.prompts import load_prompt
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 RETRY_PROMPT = "history_retry"
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -196,11 +197,11 @@ def _explain(exc: ValidationError) -> str:
 
 
 @dataclass
-class Reply(Generic[M]):
+class Reply(Generic[T]):
     """A structured call's outcome: the value (None when every attempt was malformed), the responses in
     order and the malformed-output errors met, each naming the call (``tag``) and attempt."""
 
-    value: M | None
+    value: T | None
     responses: list[ChatResponse] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -213,14 +214,7 @@ async def ask(
     prompt: str,
     schema_name: str | None = None,
     json_schema_ok: bool = True,
-    max_tokens: int = 512,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    max_retries: int = 0,
-    tag: str | None = None,
-    retry_prompt: str = RETRY_PROMPT,
-    cut_hint: str = "",
-    on_response: Callable[[ChatResponse], object] | None = None,
+    **options: Any,
 ) -> Reply[M]:
     """Sends ``messages`` constrained to ``output``; validates the reply; retries malformed output.
 
@@ -232,18 +226,45 @@ async def ask(
         schema_name: The ``response_format`` name (defaults to ``prompt``).
         json_schema_ok: Whether the backend honours ``response_format`` JSON schemas (else none is sent and
             the prompt's own instructions carry the shape).
-        max_retries: Further attempts after a malformed reply, each with the error shown to the model.
-        tag: How errors name this call (defaults to ``prompt``).
-        cut_hint: Added to the error of a reply cut at ``max_tokens``.
-        on_response: Called with every response (usage accounting), malformed or not.
+        **options: As ``ask_with``'s.
 
     Raises:
         LLMError: The endpoint failed (after the client's own retries).
     """
-    tag = tag or prompt
     fmt = response_format(schema_name or prompt, output) if json_schema_ok else None
+    return await ask_with(llm, messages, lambda text: parse(output, text), prompt=prompt, fmt=fmt, **options)
+
+
+async def ask_with(
+    llm: ChatModel,
+    messages: list[dict[str, Any]],
+    read: Callable[[str], T],
+    *,
+    prompt: str,
+    fmt: dict[str, Any] | None,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    max_retries: int = 0,
+    tag: str | None = None,
+    retry_prompt: str = RETRY_PROMPT,
+    cut_hint: str = "",
+    on_response: Callable[[ChatResponse], object] | None = None,
+) -> Reply[T]:
+    """The one malformed-output retry loop: ``read`` turns the reply text into a value or raises
+    ``MalformedReply``, which is recorded, shown to the model and retried.
+
+    Args:
+        read: Reply text -> value (``parse`` with an output model, in ``ask``).
+        fmt: The ``response_format`` sent, if any.
+        max_retries: Further attempts after a malformed reply, each with the error shown to the model.
+        tag: How errors name this call (defaults to ``prompt``).
+        cut_hint: Added to the error of a reply cut at ``max_tokens``.
+        on_response: Called with every response (usage accounting), malformed or not.
+    """
+    tag = tag or prompt
     retry = load_prompt(retry_prompt) if max_retries else None
-    reply: Reply[M] = Reply(None)
+    reply: Reply[T] = Reply(None)
     attempt_messages = messages
     for attempt in range(max_retries + 1):
         resp = await llm.chat(
@@ -258,7 +279,7 @@ async def ask(
         if on_response is not None:
             on_response(resp)
         try:
-            reply.value = parse(output, resp.content)
+            reply.value = read(resp.content)
             return reply
         except MalformedReply as exc:
             problem = str(exc)
