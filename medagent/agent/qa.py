@@ -169,6 +169,7 @@ class QAAgent:
                 temperature=self.cfg.temperature,
                 top_p=self.cfg.top_p,
                 max_tokens=self.cfg.step_max_tokens,
+                prompt=self.prompt.name,
             )
             run.calibrate(sent, resp)
             parsed = parse_reply(resp, f"call_{turn}", ANSWER_TOOL)
@@ -279,6 +280,7 @@ class QAAgent:
                 temperature=temperature,
                 top_p=top_p,
                 max_tokens=self.cfg.max_tokens,
+                prompt=self.prompt_final.name,
             )
             answer = self._read(resp.content, run.options)
             source = "final_call"

@@ -128,6 +128,7 @@ class RedFlagExtractor:
                     transcript=render_turns(chunk), red_flag_definitions=self.red_flags
                 ),
                 self._parse,
+                prompt="history_red_flags",
                 tag=f"red flags (turns {chunk[0].index}-{chunk[-1].index})",
                 log=log,
                 response_format=fmt if self.json_schema else None,

@@ -36,7 +36,7 @@ def _run(
         def reply(body: dict[str, Any]) -> dict[str, Any]:
             from tests.fakes import completion
 
-            name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+            name = body.get("prompt")
             if name == "clinical_summary":
                 return completion(json.dumps({"summary": "Cough for three days."}))
             return clinician(body)

@@ -264,12 +264,12 @@ def test_interview_record_and_aggregate() -> None:
 
 
 def _evaluator_llm(body: dict[str, Any]) -> dict[str, Any]:
-    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-    if name == "fidelity":
+    name = body.get("prompt")
+    if name == "history_fidelity":
         return completion('{"label": "supported", "rationale": "in the source"}')
-    if name == "red_flags":
+    if name == "history_red_flags":
         return completion('{"red_flags": [{"id": "haemoptysis", "quote": "a little blood this morning"}]}')
-    assert name is None, name
+    assert name == "history_patient", name
     return completion(
         "A little blood this morning." if "blood" in json.dumps(body) else "I have a dry cough."
     )
