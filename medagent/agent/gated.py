@@ -33,6 +33,7 @@ from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
 from medagent.types import INVALID, Prediction, Question
 
+
 def part_cost(attempts: Sequence[Attempt], wall_s: float) -> dict[str, Any]:
     """The cost record of some LLM calls (a part of the gated agent): calls, tokens, wall time."""
     return {

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import typing
 from enum import Enum
-from functools import cache
 from typing import Any
 
 
@@ -158,8 +157,12 @@ class SummaryContext(Choice):
     transcript_run = "transcript_run"
 
 
-@cache
+_FIELDS: dict[type, tuple[tuple[str, type[Choice]], ...]] = {}
+
+
 def _choice_fields(cls: type) -> tuple[tuple[str, type[Choice]], ...]:
+    if cls in _FIELDS:
+        return _FIELDS[cls]
     hints = typing.get_type_hints(cls)
     found = []
     for f in dataclasses.fields(cls):
@@ -167,7 +170,8 @@ def _choice_fields(cls: type) -> tuple[tuple[str, type[Choice]], ...]:
         enum = next((a for a in args if isinstance(a, type) and issubclass(a, Choice)), None)
         if enum is not None:
             found.append((f.name, enum))
-    return tuple(found)
+    _FIELDS[cls] = tuple(found)
+    return _FIELDS[cls]
 
 
 def coerce_choices(config: Any) -> None:
@@ -184,6 +188,4 @@ def coerce_choices(config: Any) -> None:
         try:
             setattr(config, name, enum(value))
         except ValueError:
-            raise ValueError(
-                f"{name} must be one of {', '.join(enum.names())}; got {value!r}"
-            ) from None
+            raise ValueError(f"{name} must be one of {', '.join(enum.names())}; got {value!r}") from None

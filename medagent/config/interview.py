@@ -263,7 +263,7 @@ class InterviewRunConfig:
     # Guideline retrieval of the amq agent (parent–child, hybrid); the single-shot baseline retrieves nothing.
     retriever: RetrieverConfig = field(
         default_factory=lambda: RetrieverConfig(
-            name="parent_child", mode="hybrid", top_k=8, return_parents=True
+            name="parent_child", mode=RetrievalMode.hybrid, top_k=8, return_parents=True
         )
     )
     # A parent–child index built by pipelines.index_corpus (`make guidelines-index`); needed by history_agent=amq.

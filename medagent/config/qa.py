@@ -30,10 +30,9 @@ STEP_OVERHEAD = 8
 def check_registered_mode(mode: str) -> None:
     """Raises ``KeyError`` listing the registered agent modes when ``mode`` is not one of them.
 
-    The registry is the source of truth: importing ``medagent.agent`` registers every built-in mode (the
-    import is deferred because the agents import these configs).
+    The registry is the source of truth; importing it imports the ``medagent.agent`` package, which registers
+    every built-in mode (deferred: the agents import these configs).
     """
-    import medagent.agent
     from medagent.agent.base import AGENTS
 
     AGENTS.get(mode)

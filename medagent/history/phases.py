@@ -44,7 +44,6 @@ from medagent.interview.types import INQUIRY_CATEGORIES
 from medagent.network.validation import load_priorities
 
 
-
 @dataclass(frozen=True)
 class Rules:
     """What the policy and the phase machine read from the config, resolved once.

@@ -29,6 +29,7 @@ from medagent.history.simulator import FidelityJudge, PatientSimulator
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import ChatModel
 
+
 def arm_name(cfg: HistoryAgentConfig) -> str:
     """The arm of the comparison a config runs, e.g. ``single_shot:opening``, ``amq:no_retrieval``.
 
@@ -37,7 +38,7 @@ def arm_name(cfg: HistoryAgentConfig) -> str:
     """
     if cfg.mode == "single_shot":
         return f"single_shot:{cfg.context}"
-    name = cfg.mode
+    name: str = cfg.mode
     if cfg.policy == "information":
         name += ":information"
     elif cfg.priorities != "paper":
