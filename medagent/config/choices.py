@@ -20,13 +20,16 @@ from typing import Any
 
 
 class Choice(str, Enum):
-    """A closed set of strings; members compare, print and serialise as their plain value."""
+    """A closed set of strings; members compare, print, repr and serialise as their plain value."""
 
     def __str__(self) -> str:
         return str(self.value)
 
     def __format__(self, spec: str) -> str:
         return format(str(self.value), spec)
+
+    def __repr__(self) -> str:  # error messages and config reprs read as they did with plain strings
+        return repr(str(self.value))
 
     @classmethod
     def names(cls) -> list[str]:
