@@ -75,7 +75,7 @@ class LLMConfig:
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        coerce_choices(self)
+        coerce_choices(self, "llm")
 
 
 @dataclass
@@ -219,7 +219,7 @@ class ClusterConfig:
     dashboard_port: int | None = None
 
     def __post_init__(self) -> None:
-        coerce_choices(self)
+        coerce_choices(self, "cluster")
 
 
 def to_dataclass(cls: type, data: Any) -> Any:
@@ -280,4 +280,4 @@ class RetrieverConfig:
     batch_wait_timeout_s: float = 0.0
 
     def __post_init__(self) -> None:
-        coerce_choices(self)
+        coerce_choices(self, "retriever")

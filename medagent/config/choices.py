@@ -177,9 +177,13 @@ def _choice_fields(cls: type) -> tuple[tuple[str, type[Choice]], ...]:
     return _FIELDS[cls]
 
 
-def coerce_choices(config: Any) -> None:
+def coerce_choices(config: Any, section: str) -> None:
     """Turns the strings in ``config``'s enum fields into members, so a config built in Python is checked
     like a composed one.
+
+    Args:
+        config: A config dataclass.
+        section: Where it sits in the composed config (``agent``, ``agent.gate``), named in the error.
 
     Raises:
         ValueError: A value outside its set, naming the field and the allowed values.
@@ -191,4 +195,6 @@ def coerce_choices(config: Any) -> None:
         try:
             setattr(config, name, enum(value))
         except ValueError:
-            raise ValueError(f"{name} must be one of {', '.join(enum.names())}; got {value!r}") from None
+            raise ValueError(
+                f"{section}.{name} must be one of {', '.join(enum.names())}, got {value!r}"
+            ) from None

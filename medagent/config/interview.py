@@ -57,7 +57,7 @@ class AnnotatorConfig:
     list_symptoms_in_prompt: bool = True
 
     def __post_init__(self) -> None:
-        coerce_choices(self)
+        coerce_choices(self, "annotator")
 
 
 @dataclass
@@ -185,7 +185,7 @@ class HistoryAgentConfig:
     max_concurrency: int = 2
 
     def __post_init__(self) -> None:
-        coerce_choices(self)
+        coerce_choices(self, "agent")
 
 
 @dataclass

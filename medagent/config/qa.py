@@ -70,7 +70,7 @@ class GateConfig:
     record_both: bool = False
 
     def __post_init__(self) -> None:
-        coerce_choices(self)
+        coerce_choices(self, "agent.gate")
         if self.tools_mode == "gated":
             raise ValueError("agent.gate.tools_mode cannot be 'gated'")
         check_registered_mode(self.tools_mode)
@@ -142,7 +142,7 @@ class AgentConfig:
     gate: GateConfig = field(default_factory=GateConfig)
 
     def __post_init__(self) -> None:
-        coerce_choices(self)
+        coerce_choices(self, "agent")
         check_registered_mode(self.mode)
 
     def step_budget(self) -> int:

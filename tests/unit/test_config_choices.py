@@ -131,9 +131,11 @@ def test_annotate_typo_fails_naming_the_allowed_values() -> None:
 
 
 def test_configs_built_in_python_are_checked_too() -> None:
-    with pytest.raises(ValueError, match="memory must be one of cache_prune, context, none; got 'cahce'"):
+    with pytest.raises(
+        ValueError, match="agent.memory must be one of cache_prune, context, none, got 'cahce'"
+    ):
         AgentConfig(memory="cahce")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="policy must be one of order, information"):
+    with pytest.raises(ValueError, match="agent.policy must be one of order, information"):
         HistoryAgentConfig(policy="informaton")  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="registered"):
         AgentConfig(mode="standalon")
