@@ -25,7 +25,6 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from medagent.config import InterviewRunConfig
-from medagent.history import HISTORY_MODES
 from medagent.history.evaluate import (
     BertScorer,
     add_bertscore,
@@ -253,11 +252,6 @@ def report(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) -> 
 
 def run(cfg: InterviewRunConfig) -> dict[str, Any]:
     """Runs the configured interviews (resumable), then scores and reports; returns the metrics."""
-    if cfg.agent.mode not in HISTORY_MODES:
-        raise ValueError(
-            f"agent.mode={cfg.agent.mode!r} is not a history-taking agent (conf/history_agent/); expected one of "
-            f"{HISTORY_MODES}"
-        )
     data = load_interviews(
         cfg.interviews.name,
         cfg.interviews.source,

@@ -89,10 +89,6 @@ class QAAgent:
     ) -> None:
         if searches(cfg) and (retriever is None or reranker is None):
             raise ValueError(f"agent mode {cfg.mode!r} needs deps.retriever and deps.reranker")
-        if cfg.final_answer_call not in ("always", "fallback"):
-            raise ValueError(
-                f"final_answer_call must be 'always' or 'fallback', got {cfg.final_answer_call!r}"
-            )
         self.llm, self.cfg = llm, cfg
         self.json_schema = json_schema and cfg.constrained_answer
         self.constrained_calls = constrained_calls and json_schema

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from medagent.agent.services import Retriever
-from medagent.config import HistoryAgentConfig
+from medagent.config import HistoryAgentConfig, HistoryMode
 from medagent.history.agent import HistoryTakingAgent, InterviewResult, Patient, TurnRecord
 from medagent.history.assessment import AssessedDiagnosis, Assessment
 from medagent.history.baseline import SingleShotBaseline
@@ -17,7 +17,7 @@ from medagent.history.simulator import FidelityJudge, PatientSimulator
 from medagent.history.state import InterviewState, Phase, replay
 from medagent.llm.base import ChatModel
 
-HISTORY_MODES = ("amq", "single_shot")
+HISTORY_MODES = tuple(HistoryMode.names())
 
 
 def build_history_agent(

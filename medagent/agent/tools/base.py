@@ -31,10 +31,6 @@ from medagent.types import Question
 
 M = TypeVar("M", bound=BaseModel)
 
-# What a search does with its results (``AgentConfig.memory``): queue them for the cache-and-prune review
-# (seed A), put them straight into the conversation (the "w/o Cache & Prune" ablation), or nothing to do.
-MEMORY_KINDS = ("cache_prune", "context", "none")
-
 
 @dataclass
 class ToolResult:
