@@ -19,10 +19,11 @@ from actors.metrics import meters
 from medagent.agent import AgentDeps, build_agent
 from medagent.config import AgentConfig, LLMConfig, to_dataclass
 from medagent.llm.base import ChatModel, LLMError
+from medagent.llm.endpoints import LLMEndpoint, ServicesEndpoint
 from medagent.types import INVALID, Prediction, Question
 
 REQUIRED_INPUT_KEYS = ("id", "question")
-ChatModelFactory = Callable[[LLMConfig, dict[str, Any]], ChatModel]
+ChatModelFactory = Callable[[LLMConfig, LLMEndpoint], ChatModel]
 
 
 def validate_inputs(batch: dict[str, Any], stage: str = "AgentWorker") -> None:
@@ -35,8 +36,8 @@ class AgentWorker:
     Args:
         agent: ``AgentConfig`` as a dict.
         llm: ``LLMConfig`` as a dict.
-        llm_endpoint: ``{"kind": "handle", "app": ..., "deployment": ...}`` for the in-cluster path or
-            ``{"kind": "http", "base_url": ...}`` for vLLM / external endpoints.
+        llm_endpoint: Where the LLM is (``medagent.llm.endpoints``): a deployment handle in-cluster, or
+            HTTP for vLLM / external endpoints.
         services_endpoint: where the retriever and reranker are (``actors.builder.services_endpoint``);
             None for the modes that do not search.
         kill_once_file: Chaos hook (``RunConfig.kill_worker_once_file``).
@@ -48,14 +49,14 @@ class AgentWorker:
         self,
         agent: dict[str, Any],
         llm: dict[str, Any],
-        llm_endpoint: dict[str, Any],
-        services_endpoint: dict[str, Any] | None = None,
+        llm_endpoint: LLMEndpoint,
+        services_endpoint: ServicesEndpoint | None = None,
         kill_once_file: str | None = None,
         chat_model_factory: ChatModelFactory | None = None,
     ) -> None:
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
         self.agent_cfg: AgentConfig = to_dataclass(AgentConfig, agent).within(self.llm_cfg.max_output_tokens)
-        self.endpoint = dict(llm_endpoint)
+        self.endpoint = llm_endpoint
         self.services_endpoint = services_endpoint
         self.chat_model_factory = chat_model_factory or chat_model_for
         self._agent = self._build()

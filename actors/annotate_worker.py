@@ -19,6 +19,7 @@ from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import Annotation
 from medagent.llm.base import ChatModel
+from medagent.llm.endpoints import LLMEndpoint
 
 REQUIRED_INPUT_KEYS = ("id", "role", "interview")
 
@@ -33,8 +34,7 @@ class AnnotateWorker:
     Args:
         annotator: ``AnnotatorConfig`` as a dict.
         llm: ``LLMConfig`` as a dict.
-        llm_endpoint: ``{"kind": "handle", "app": ..., "deployment": ...}`` or ``{"kind": "http", "base_url": ...}``
-            (``actors.builder.llm_endpoint``).
+        llm_endpoint: Where the LLM is (``actors.backends.llm_endpoint``).
         symptoms: The symptom lexicon (built once at the driver from the ontology).
         diseases: The disease lexicon.
     """
@@ -43,13 +43,13 @@ class AnnotateWorker:
         self,
         annotator: dict[str, Any],
         llm: dict[str, Any],
-        llm_endpoint: dict[str, Any],
+        llm_endpoint: LLMEndpoint,
         symptoms: Lexicon,
         diseases: Lexicon,
     ) -> None:
         self.cfg: AnnotatorConfig = to_dataclass(AnnotatorConfig, annotator)
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
-        self.endpoint = dict(llm_endpoint)
+        self.endpoint = llm_endpoint
         # A private loop in a daemon thread: map_batches calls __call__ synchronously, and the client and
         # Serve handle must live on one loop across batches.
         self._loop = asyncio.new_event_loop()

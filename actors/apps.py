@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from actors.backends import backend, llm_endpoint
 from actors.builder import (
     APP,
     LLM_DEPLOYMENT,
     RETRIEVE_ROUTE,
     RETRIEVER_DEPLOYMENT,
-    llm_endpoint,
     retrieval_app_name,
     retriever_threads,
     services_endpoint,
@@ -80,9 +80,11 @@ def build_serving_apps(
     name: str = APP,
 ) -> list[ServeApp]:
     """The retrieval application (when ``retriever`` is set) and the main application named ``name``:
-    ingress + LLM (llama.cpp backend) + reranker (+ interview sessions); any part may be None.
+    ingress + LLM + reranker (+ interview sessions); any part may be None.
 
-    A vLLM LLM is served by ``ray.serve.llm``'s own OpenAI application (``build_llm_app``) beside these.
+    ``llm`` is held here only when its backend has a plain deployment (``actors.backends``: the CPU LLM,
+    for ``pipelines.serve``'s OpenAI route); the pipelines pass None and reach the LLM's own application.
+    A vLLM LLM is always ``ray.serve.llm``'s own OpenAI application (``build_llm_app``) beside these.
     ``interview_sessions`` (its ``enabled`` set) adds the ``InterviewSessions`` deployment behind the
     ``/v1/interview/sessions`` routes: it drives the history-taking agent with the same LLM and retriever
     (``sessions_llm`` names the LLM when it is not served here, e.g. vLLM's own application).
@@ -90,7 +92,6 @@ def build_serving_apps(
     from ray import serve
 
     from actors.ingress import Ingress
-    from actors.llm_deployment import LlamaCppServer
     from actors.retrieval_servers import RerankerServer
 
     apps = []
@@ -104,8 +105,9 @@ def build_serving_apps(
         )
     opts = serving_deployment_options(cluster)
     llm_handle = reranker_handle = sessions_handle = None
-    if llm is not None and llm.backend == "llamacpp":
-        llm_handle = serve.deployment(**opts[LLM_DEPLOYMENT])(LlamaCppServer).bind(asdict(llm))
+    server = backend(llm).deployment if llm is not None else None
+    if llm is not None and server is not None:
+        llm_handle = serve.deployment(**opts[LLM_DEPLOYMENT])(server()).bind(asdict(llm))
     if reranker is not None:
         reranker_handle = serve.deployment(**opts["Reranker"])(RerankerServer).bind(asdict(reranker))
     if interview_sessions is not None and interview_sessions.enabled:

@@ -7,10 +7,10 @@ resources, never the code. Builders only build: they never call ``ray.init`` or 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from typing import Any
 
-from medagent.config import ClusterConfig, LLMConfig
+from medagent.config import ClusterConfig
+from medagent.llm.endpoints import HttpEndpoint, ServiceHandles, ServicesEndpoint
 
 LLM_APP = "medagent-llm"
 APP = "medagent"
@@ -90,22 +90,13 @@ def serve_http_options(cluster: ClusterConfig) -> dict[str, Any]:
 
 def direct_ingress_urls(app_names: list[str]) -> dict[str, str]:
     """Base URL of each application's ingress replica under direct ingress (``cluster.serve_direct_ingress``),
-    by application name; empty without it. Serve publishes the replica ports only as the controller's target
-    groups (the list its HAProxy mode routes by), through an internal call."""
-    import ray
-    from ray.serve._private import constants
+    by application name; empty without it (the replica ports come from a private Serve call:
+    ``actors.private_apis.serve_target_groups``)."""
+    from actors.private_apis import direct_ingress_enabled, serve_target_groups
 
-    # The controller read the variable when it started (this process may have imported Serve before).
-    if not (
-        constants.RAY_SERVE_ENABLE_DIRECT_INGRESS or os.environ.get("RAY_SERVE_ENABLE_DIRECT_INGRESS") == "1"
-    ):
+    if not direct_ingress_enabled():
         return {}
-    controller = ray.get_actor(constants.SERVE_CONTROLLER_NAME, namespace=constants.SERVE_NAMESPACE)
-    urls: dict[str, str] = {}
-    for app in app_names:
-        groups: list[Any] = ray.get(controller.get_target_groups.remote(app))
-        urls.update(direct_targets(groups))
-    return urls
+    return direct_targets(serve_target_groups(app_names))
 
 
 def direct_targets(groups: list[Any]) -> dict[str, str]:
@@ -141,62 +132,12 @@ def llm_deployment_options(cluster: ClusterConfig) -> dict[str, Any]:
     }
 
 
-def build_llm_app(llm: LLMConfig, cluster: ClusterConfig, engine_factory: Any = None) -> Any | None:
-    """The Serve application for ``llm``, or None for an external endpoint (``backend=openai``).
-
-    ``engine_factory`` (CPU backend only) replaces the llama.cpp engine: tests serve a scripted one.
-    """
-    if llm.backend == "llamacpp":
-        from ray import serve
-
-        from actors.llm_deployment import LlamaCppHTTPServer
-
-        deployment = serve.deployment(**llm_deployment_options(cluster))(LlamaCppHTTPServer)
-        return (
-            deployment.bind(asdict(llm), engine_factory) if engine_factory else deployment.bind(asdict(llm))
-        )
-    if llm.backend == "vllm":
-        from actors.gpu_llm import build_vllm_app
-
-        return build_vllm_app(llm, cluster)
-    if llm.backend == "openai":
-        return None
-    raise ValueError(f"unknown llm.backend {llm.backend!r}; expected llamacpp, vllm or openai")
-
-
-def _reachable_host(http_host: str) -> str:
-    """An address workers on any node can call. ``0.0.0.0`` is where proxies listen, not an address: Serve
-    runs proxies only on nodes holding a replica, plus the controller's node, which is the head, where the
-    driver runs (``ray job submit``, KubeRay RayJob). So callers use the driver's node address."""
-    if http_host in ("0.0.0.0", "::", ""):
-        import ray.util
-
-        return str(ray.util.get_node_ip_address())
-    return http_host
-
-
-def llm_endpoint(llm: LLMConfig, cluster: ClusterConfig, app: str = LLM_APP) -> dict[str, Any]:
-    """How agent workers reach the LLM: a deployment handle in-cluster, else OpenAI HTTP.
-
-    ``app`` names the application holding the CPU LLM: ``LLM_APP`` alone, or ``APP`` (serving app).
-    """
-    if llm.backend == "llamacpp":
-        return {"kind": "handle", "app": app, "deployment": LLM_DEPLOYMENT}
-    if llm.backend == "vllm":
-        # ray.serve.llm's handle API streams typed vLLM objects; its OpenAI route is the stable contract.
-        host = _reachable_host(cluster.http_host)
-        return {"kind": "http", "base_url": f"http://{host}:{cluster.http_port}{LLM_ROUTE}/v1"}
-    if not llm.base_url:
-        raise ValueError(f"llm {llm.name!r} has backend=openai but no base_url")
-    return {"kind": "http", "base_url": llm.base_url}
-
-
-def services_endpoint(app: str = APP, base_url: str | None = None) -> dict[str, Any]:
+def services_endpoint(app: str = APP, base_url: str | None = None) -> ServicesEndpoint:
     """How agent workers reach the retriever and reranker: handles (the Reranker in ``app``, the Retriever
     in ``retrieval_app_name(app)``), or HTTP at ``base_url``."""
     if base_url:
-        return {"kind": "http", "base_url": base_url}
-    return {"kind": "handle", "app": app, "retriever_app": retrieval_app_name(app)}
+        return HttpEndpoint(base_url=base_url)
+    return ServiceHandles(app=app, retriever_app=retrieval_app_name(app))
 
 
 def llm_worker_pool(cluster: ClusterConfig, concurrency: int) -> Any:

@@ -10,6 +10,7 @@ from actors.builder import RETRIEVER_DEPLOYMENT
 from actors.metrics import MeteredChatModel
 from medagent.config import LLMConfig
 from medagent.llm.base import ChatModel
+from medagent.llm.endpoints import HandleEndpoint, LLMEndpoint, ServiceHandles, ServicesEndpoint
 from medagent.llm.handle import DeploymentHandleChatModel
 from medagent.llm.openai_client import OpenAIChatClient
 
@@ -35,18 +36,18 @@ def validate_columns(batch: dict[str, Any], required: Sequence[str], stage: str)
         raise ValueError(f"{stage}: input batch lacks required column(s) {missing}; has {sorted(batch)}")
 
 
-def chat_model_for(llm: LLMConfig, endpoint: dict[str, Any]) -> ChatModel:
-    """The client for ``actors.builder.llm_endpoint``: a Serve handle in-cluster, else OpenAI over HTTP;
+def chat_model_for(llm: LLMConfig, endpoint: LLMEndpoint) -> ChatModel:
+    """The client for ``actors.backends.llm_endpoint``: a Serve handle in-cluster, else OpenAI over HTTP;
     wrapped so that every call's latency and tokens reach the metrics (``actors.metrics``)."""
     client: ChatModel
-    if endpoint["kind"] == "handle":
+    if isinstance(endpoint, HandleEndpoint):
         from ray import serve
 
-        handle = serve.get_deployment_handle(endpoint["deployment"], app_name=endpoint["app"])
+        handle = serve.get_deployment_handle(endpoint.deployment, app_name=endpoint.app)
         client = DeploymentHandleChatModel(handle, llm.served_name, max_retries=llm.max_retries)
     else:
         client = OpenAIChatClient(
-            endpoint["base_url"],
+            endpoint.base_url,
             llm.served_name,
             api_key_env=llm.api_key_env,
             timeout_s=llm.request_timeout_s,
@@ -55,41 +56,39 @@ def chat_model_for(llm: LLMConfig, endpoint: dict[str, Any]) -> ChatModel:
     return MeteredChatModel(client, llm.served_name)
 
 
-def services_for(endpoint: dict[str, Any] | None) -> dict[str, Any]:
+def services_for(endpoint: ServicesEndpoint | None) -> dict[str, Any]:
     """Retriever and reranker clients for ``actors.builder.services_endpoint`` (empty when None)."""
-    if not endpoint:
+    if endpoint is None:
         return {}
     from medagent.agent.remote_services import RemoteReranker, RemoteRetriever, http_call
 
-    if endpoint["kind"] == "handle":
+    if isinstance(endpoint, ServiceHandles):
         from ray import serve
 
-        retriever = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=endpoint["retriever_app"])
-        reranker = serve.get_deployment_handle("Reranker", app_name=endpoint["app"])
+        reranker = serve.get_deployment_handle("Reranker", app_name=endpoint.app)
         return {
-            "retriever": RemoteRetriever(lambda body: retriever.retrieve.remote(body)),
+            "retriever": retriever_for(endpoint),
             "reranker": RemoteReranker(lambda body: reranker.rerank.remote(body)),
         }
-    base = endpoint["base_url"]
     return {
-        "retriever": RemoteRetriever(http_call(base, "/v1/retrieve")),
-        "reranker": RemoteReranker(http_call(base, "/v1/rerank")),
+        "retriever": RemoteRetriever(http_call(endpoint.base_url, "/v1/retrieve")),
+        "reranker": RemoteReranker(http_call(endpoint.base_url, "/v1/rerank")),
     }
 
 
-def retriever_for(endpoint: dict[str, Any] | None) -> Any:
+def retriever_for(endpoint: ServicesEndpoint | None) -> Any:
     """The retriever client alone (None when ``endpoint`` is None), for applications served without a
     reranker: ``services_for`` would ask Serve for a Reranker deployment that does not exist."""
-    if not endpoint:
+    if endpoint is None:
         return None
     from medagent.agent.remote_services import RemoteRetriever, http_call
 
-    if endpoint["kind"] == "handle":
+    if isinstance(endpoint, ServiceHandles):
         from ray import serve
 
-        retriever = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=endpoint["retriever_app"])
+        retriever = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=endpoint.retriever_app)
         return RemoteRetriever(lambda body: retriever.retrieve.remote(body))
-    return RemoteRetriever(http_call(endpoint["base_url"], "/v1/retrieve"))
+    return RemoteRetriever(http_call(endpoint.base_url, "/v1/retrieve"))
 
 
 def text_embedder(model: dict[str, Any] | None) -> Any:

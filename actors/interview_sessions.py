@@ -16,6 +16,7 @@ from medagent.config import InterviewSessionsConfig, LLMConfig, to_dataclass
 from medagent.history import HistoryTakingAgent, history_mode
 from medagent.history.live.sessions import InterviewSessions as SessionStore
 from medagent.history.live.sessions import SessionConflict, SessionLimitReached, SessionNotFound
+from medagent.llm.endpoints import HandleEndpoint, HttpEndpoint, ServicesEndpoint
 
 __all__ = ["InterviewSessions", "SessionConflict", "SessionLimitReached", "SessionNotFound"]
 
@@ -26,7 +27,7 @@ class InterviewSessions(SessionStore):
     Args:
         sessions: ``InterviewSessionsConfig`` as a dict (agent, embedder, ttl_s, max_sessions).
         llm: ``LLMConfig`` as a dict (served name, retries).
-        llm_client: The LLM deployment's handle, or an endpoint dict (``actors.builder.llm_endpoint``).
+        llm_client: The LLM deployment's handle, or an endpoint record (``medagent.llm.endpoints``).
         services: Where the Retriever that grounds the assessment is (``actors.builder.services_endpoint``;
             None: assessments are not grounded).
         agent: A ready agent (tests inject one built on fakes; then ``llm_client`` and ``retriever`` are unused).
@@ -38,7 +39,7 @@ class InterviewSessions(SessionStore):
         sessions: dict[str, Any],
         llm: dict[str, Any],
         llm_client: Any = None,
-        services: dict[str, Any] | None = None,
+        services: ServicesEndpoint | None = None,
         *,
         agent: HistoryTakingAgent | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -50,12 +51,12 @@ class InterviewSessions(SessionStore):
 
 
 def _build_agent(
-    cfg: InterviewSessionsConfig, llm: LLMConfig, llm_client: Any, services: dict[str, Any] | None
+    cfg: InterviewSessionsConfig, llm: LLMConfig, llm_client: Any, services: ServicesEndpoint | None
 ) -> HistoryTakingAgent:
     from actors.common import chat_model_for, retriever_for, text_embedder
     from medagent.llm.handle import DeploymentHandleChatModel
 
-    if isinstance(llm_client, dict):
+    if isinstance(llm_client, HandleEndpoint | HttpEndpoint):
         chat = chat_model_for(llm, llm_client)
     else:
         chat = DeploymentHandleChatModel(llm_client, llm.served_name, max_retries=llm.max_retries)

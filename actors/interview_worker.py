@@ -32,6 +32,7 @@ from medagent.history.evaluation.runner import arm_name, closing_rule, evaluate_
 from medagent.history.simulation.reference import extract_reference
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import LLMError
+from medagent.llm.endpoints import LLMEndpoint, ServicesEndpoint
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class InterviewWorker:
         agent: ``HistoryAgentConfig`` as a dict.
         eval: ``InterviewEvalConfig`` as a dict (simulator, judge, reference rule).
         llm: ``LLMConfig`` as a dict.
-        llm_endpoint: ``actors.builder.llm_endpoint``.
+        llm_endpoint: Where the LLM is (``actors.backends.llm_endpoint``).
         services_endpoint: Where the guideline retriever is (``actors.builder.services_endpoint``); None for
             the single-shot baseline, which retrieves nothing.
         embedder: ``ModelConfig`` of the sentence encoder as a dict (None: no semantic checks).
@@ -76,8 +77,8 @@ class InterviewWorker:
         agent: dict[str, Any],
         eval: dict[str, Any],
         llm: dict[str, Any],
-        llm_endpoint: dict[str, Any],
-        services_endpoint: dict[str, Any] | None = None,
+        llm_endpoint: LLMEndpoint,
+        services_endpoint: ServicesEndpoint | None = None,
         embedder: dict[str, Any] | None = None,
         gold_diagnoses: dict[str, list[str]] | None = None,
         data_root: str | None = None,
@@ -88,7 +89,7 @@ class InterviewWorker:
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
         # The JSON-schema switch follows the served model, not the agent file.
         self.agent_cfg.json_schema = self.agent_cfg.json_schema and self.llm_cfg.supports_json_schema
-        self.llm = chat_model_for(self.llm_cfg, dict(llm_endpoint))
+        self.llm = chat_model_for(self.llm_cfg, llm_endpoint)
         self.embedder = text_embedder(embedder)
         if self.embedder is None and self.eval_cfg.simulator_exchanges is not None:
             raise ValueError(

@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from actors.metrics import meters
-from medagent.api import RerankRequest, RerankResponse, RetrievedDocument, RetrieveRequest, RetrieveResponse
+from medagent.api import RerankRequest, RerankResponse, RetrieveRequest, RetrieveResponse
 from medagent.config import RerankerConfig, RetrieverConfig, to_dataclass
-from medagent.retrieval.rerank import Candidate, EmbeddingReranker
+from medagent.retrieval.rerank import EmbeddingReranker
 from medagent.retrieval.search import Searcher
 
 log = logging.getLogger(__name__)
@@ -117,25 +117,8 @@ class RetrieverServer:
         responses = []
         for i, r in enumerate(requests):
             ranked = results[str(i)]
-            docs = self.searcher.documents(list(ranked))
-            responses.append(
-                RetrieveResponse(
-                    query_id=r.query_id,
-                    results=ranked,
-                    documents=[
-                        RetrievedDocument(
-                            id=d.id,
-                            score=ranked[d.id],
-                            source=d.source,
-                            title=d.title,
-                            content=d.content,
-                            doc_id=d.doc_id,
-                            parent_id=d.parent_id,
-                        )
-                        for d in docs
-                    ],
-                )
-            )
+            docs = self.searcher.documents(list(ranked), ranked)
+            responses.append(RetrieveResponse(query_id=r.query_id, results=ranked, documents=docs))
         return responses
 
 
@@ -188,9 +171,7 @@ class RerankerServer:
             by_top_r[r.top_r or self.cfg.top_r].append(i)
         out: list[dict[str, Any]] = [{} for _ in requests]
         for top_r, idx in by_top_r.items():
-            pairs = [
-                (requests[i].query, [Candidate(c.id, c.text) for c in requests[i].candidates]) for i in idx
-            ]
+            pairs = [(requests[i].query, requests[i].candidates) for i in idx]
             scored = await asyncio.to_thread(self.reranker.rerank_many, pairs, top_r)
             for i, results in zip(idx, scored, strict=True):
                 out[i] = RerankResponse(results=results).model_dump()

@@ -27,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from hydra import compose, initialize_config_dir  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
+from actors.deploy import needs_for_benchmark  # noqa: E402
 from medagent.agent import build_agent  # noqa: E402
 from medagent.agent.services import AgentDeps  # noqa: E402
 from medagent.config import RunConfig  # noqa: E402
@@ -34,8 +35,12 @@ from medagent.data import load_benchmark  # noqa: E402
 from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings  # noqa: E402
 from medagent.models import resolve_model  # noqa: E402
 from medagent.types import Prediction, Question  # noqa: E402
-from pipelines.common import ray_session, register_configs  # noqa: E402
-from pipelines.run_benchmark import deploy, stream_predictions  # noqa: E402
+from pipelines.common import (  # noqa: E402
+    deploy,  # noqa: E402
+    ray_session,
+    register_configs,
+)
+from pipelines.run_benchmark import stream_predictions  # noqa: E402
 
 
 def _config(args: argparse.Namespace) -> RunConfig:
@@ -100,11 +105,11 @@ def main() -> None:
 
     with ray_session(cfg.cluster):
         t = time.perf_counter()
-        endpoints = deploy(cfg)
+        endpoints = deploy(needs_for_benchmark(cfg))
         startup_s = time.perf_counter() - t
-        list(stream_predictions(cfg, warm, *endpoints))
+        list(stream_predictions(cfg, warm, endpoints))
         t = time.perf_counter()
-        preds = [p for batch in stream_predictions(cfg, questions, *endpoints) for p in batch]
+        preds = [p for batch in stream_predictions(cfg, questions, endpoints) for p in batch]
         rows.append(
             (
                 "Ray pipeline",

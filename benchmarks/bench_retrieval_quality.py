@@ -50,7 +50,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from medagent.config import RerankerConfig  # noqa: E402
-from medagent.eval.scoring import bootstrap_ci  # noqa: E402
+from medagent.eval.stats import bootstrap_ci  # noqa: E402
 from medagent.retrieval.rerank import load_text_encoder  # noqa: E402
 from medagent.retrieval.search import MODES, Searcher  # noqa: E402
 

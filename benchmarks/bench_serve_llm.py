@@ -117,7 +117,7 @@ async def _bench(args: argparse.Namespace) -> None:
     import aiohttp
     from transformers import AutoTokenizer
 
-    from actors.builder import llm_endpoint
+    from actors.backends import llm_endpoint
     from actors.gpu_llm import model_source, vllm_llm_kwargs
     from pipelines.common import ray_session, run_llm_app
 
@@ -135,7 +135,7 @@ async def _bench(args: argparse.Namespace) -> None:
             start = time.perf_counter()
             run_llm_app(cfg.llm, cfg.cluster)
             print(f"ray.serve.llm application up in {time.perf_counter() - start:.0f}s", flush=True)
-            url = llm_endpoint(cfg.llm, cfg.cluster)["base_url"]
+            url = llm_endpoint(cfg.llm, cfg.cluster).base_url
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=1800)) as http:
                 await _serve_round(http, url, cfg.llm.served_name, range(-conc, 0), conc, mt)
                 ratios = []

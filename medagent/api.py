@@ -3,10 +3,15 @@ application, its deployments and their callers. Pure pydantic, so clients import
 
 Limits are part of the contract: an oversized query, ``top_k`` or candidate list is refused with 422
 before any model runs.
+
+``Doc`` is the one retrieved-document type past the text store: the searcher returns it, the retriever
+deployment answers with it, the clients parse it back and the agents hold it. It is a plain dataclass
+that pydantic validates as a field of ``RetrieveResponse``, so no layer converts it into another type.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,13 +34,26 @@ class RetrieveRequest(BaseModel):
     query_id: str = "q"
 
 
-class RetrievedDocument(BaseModel):
+@dataclass(frozen=True)
+class Doc:
+    """One retrieved document: a chunk, or its parent in parent-child search.
+
+    Attributes:
+        id: The chunk or parent id the index returned (unique per source; the key in ``results``).
+        source: Source label (``pubmed``, ``textbooks``, ...).
+        title: Title of the document it was cut from.
+        content: Text.
+        score: Retrieval or rerank score, higher is better (0.0 for a document looked up by id).
+        doc_id: The source document it was cut from.
+        parent_id: For a chunk, the unit parent search returns; for a parent, its own parent (or None).
+    """
+
     id: str
-    score: float
     source: str
     title: str
     content: str
-    doc_id: str
+    score: float = 0.0
+    doc_id: str = ""
     parent_id: str | None = None
 
 
@@ -44,7 +62,7 @@ class RetrieveResponse(BaseModel):
 
     query_id: str
     results: dict[str, float]
-    documents: list[RetrievedDocument]
+    documents: list[Doc]
 
 
 class RerankCandidate(BaseModel):

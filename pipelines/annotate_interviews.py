@@ -27,7 +27,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from medagent.config import AnnotateRunConfig, RunConfig
+from medagent.config import AnnotateRunConfig
 from medagent.interview import meditod
 from medagent.interview.annotate import LexiconAnnotator, score_annotations, write_report
 from medagent.interview.annotate import lexicon as lexicon_module
@@ -40,9 +40,8 @@ from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import Annotation
 from medagent.run import RunDir, build_manifest
-from pipelines.common import drain, finished_batches, log, ray_session, setup_logging
+from pipelines.common import deploy, drain, finished_batches, log, ray_session, setup_logging
 
-ANNOTATORS = ("lexicon", "llm")
 RUN, GOLD = "run", "gold"
 KEY = "interview_id"
 
@@ -77,7 +76,8 @@ def stream_llm_annotations(
     import ray
 
     from actors.annotate_worker import AnnotateWorker
-    from actors.builder import annotate_worker_map_kwargs, llm_endpoint
+    from actors.backends import llm_endpoint
+    from actors.builder import annotate_worker_map_kwargs
 
     ray.data.DataContext.get_current().enable_progress_bars = False  # our tqdm bar counts interviews
     rows = [{"id": iv.id, "role": role, "interview": iv.to_json()} for role, iv in todo]
@@ -106,10 +106,10 @@ def _annotate_with_ray(
     diseases: Lexicon,
     rd: RunDir,
 ) -> None:
-    from pipelines.run_benchmark import deploy_llm
+    from actors.deploy import Needs
 
     with ray_session(cfg.cluster):
-        deploy_llm(RunConfig(llm=cfg.llm, cluster=cfg.cluster))
+        deploy(Needs(cfg.llm, cfg.cluster))
 
         def write(results: Sequence[tuple[str, Annotation]]) -> None:
             for role in (RUN, GOLD):
@@ -148,8 +148,6 @@ def _notes(kind: str) -> list[str]:
 def run(cfg: AnnotateRunConfig) -> dict[str, Any]:
     """Annotates the configured interviews (resumable), scores the annotator on the gold sample, returns metrics."""
     kind = cfg.annotator.kind
-    if kind not in ANNOTATORS:
-        raise ValueError(f"unknown annotator.kind {kind!r}; expected one of {ANNOTATORS}")
     data = load_interviews(
         cfg.interviews.name,
         cfg.interviews.source,

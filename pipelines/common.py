@@ -13,7 +13,9 @@ from hydra.core.config_store import ConfigStore
 
 from actors.apps import ServeApp
 from actors.builder import ray_init_kwargs
-from medagent.config import ClusterConfig, LLMConfig, OpenScoringConfig, RunConfig
+from actors.deploy import Needs, check_index, endpoints, serving_apps
+from medagent.config import ClusterConfig, LLMConfig, OpenScoringConfig, RunConfig, ServeConfig
+from medagent.llm.endpoints import Endpoints
 
 log = logging.getLogger("medagent")
 
@@ -91,6 +93,9 @@ def finished_batches(ds: Any, batch_format: str, *, llm_bound: bool = False) -> 
 def register_configs() -> None:
     """Registers the typed schema that ``conf/config.yaml`` lists first in its defaults."""
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
+    # conf/serve.yaml's schema, registered here so the RayService builders (pipelines.serve_app) compose
+    # it without importing the serve pipeline.
+    ConfigStore.instance().store(name="serve_schema", node=ServeConfig)
 
 
 def setup_logging(level: int = logging.INFO) -> None:
@@ -105,9 +110,10 @@ def ray_session(cluster: ClusterConfig) -> Iterator[Any]:
     """Starts (or joins) Ray for the duration of a pipeline; leaves an already running session alone."""
     kwargs = ray_init_kwargs(cluster)  # sets loopback env vars before ray is imported
     import ray
-    from ray._private import ray_constants
 
-    if cluster.loopback_only and cluster.address and ray_constants.ENABLE_RAY_CLUSTER:
+    from actors.private_apis import ray_joins_loopback_cluster_unsafely
+
+    if cluster.loopback_only and cluster.address and ray_joins_loopback_cluster_unsafely():
         # Ray was imported before actors.builder.ray_env ran: joining a cluster that listens on loopback, it
         # would dial the machine's network address and wait forever. (A new local cluster merely listens
         # on that address.)
@@ -165,7 +171,8 @@ def scoring_session(
     return ray_session(cluster) if scoring.num_gpus > 0 else contextlib.nullcontext()
 
 
-# Where the running LLM application's config fingerprint is kept (Ray's internal KV, cluster-wide).
+# Where the running LLM application's config fingerprint is kept (Ray's internal KV, cluster-wide:
+# ``actors.private_apis.kv_get`` says why no public API does).
 _LLM_APP_KEY = b"medagent/llm_app_fingerprint"
 
 
@@ -203,9 +210,10 @@ def run_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> bool:
     large model) between pipelines that share a cluster, or between the cells of a suite.
     """
     from ray import serve
-    from ray.experimental import internal_kv
 
-    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, serve_start_kwargs
+    from actors.backends import build_llm_app
+    from actors.builder import LLM_APP, LLM_ROUTE, serve_start_kwargs
+    from actors.private_apis import kv_get, kv_put
 
     app = build_llm_app(llm, cluster)
     if app is None:
@@ -213,18 +221,47 @@ def run_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> bool:
     serve.start(**serve_start_kwargs(cluster))
     fingerprint = _llm_fingerprint(llm, cluster)
     status = serve.status().applications.get(LLM_APP)
-    if (
-        status is not None
-        and status.status == "RUNNING"
-        and internal_kv._internal_kv_get(_LLM_APP_KEY) == fingerprint
-    ):
+    if status is not None and status.status == "RUNNING" and kv_get(_LLM_APP_KEY) == fingerprint:
         log.info("LLM %s: reusing the running application %s", llm.name, LLM_APP)
         return True
     start = time.perf_counter()
     serve.run(app, name=LLM_APP, route_prefix=LLM_ROUTE)
-    internal_kv._internal_kv_put(_LLM_APP_KEY, fingerprint, overwrite=True)
+    kv_put(_LLM_APP_KEY, fingerprint)
     log.info(
         "LLM %s served in %.1fs at http://%s:%d%s",
         llm.name, time.perf_counter() - start, cluster.http_host, cluster.http_port, LLM_ROUTE,
     )  # fmt: skip
     return True
+
+
+def deploy(needs: Needs) -> Endpoints:
+    """Deploys what a run needs (``actors.deploy.Needs``) on the running Ray cluster; returns how its
+    workers reach it. The one deploy path of every pipeline.
+
+    The LLM gets its own application (``run_llm_app``: llama.cpp or vLLM; nothing for an external
+    endpoint), kept when one from the same config runs; a searching run adds the retriever's application
+    and the main one (ingress, reranker), which reach each other by handle; workers call them by handle too.
+    """
+    check_index(needs)
+    if needs.llm_app:
+        run_llm_app(needs.llm, needs.cluster)
+    apps = serving_apps(needs)
+    if apps:
+        from ray import serve
+
+        from actors.builder import serve_start_kwargs
+
+        serve.start(**serve_start_kwargs(needs.cluster))
+        start = time.perf_counter()
+        run_apps(apps)
+        log.info(
+            "serving apps up in %.1fs at http://%s:%d (LLM %s, retriever %s, reranker %s, index %s)",
+            time.perf_counter() - start,
+            needs.cluster.http_host,
+            needs.cluster.http_port,
+            needs.llm.name,
+            needs.retriever.name if needs.retriever else None,
+            needs.reranker.name if needs.reranker else None,
+            needs.index_dir,
+        )
+    return endpoints(needs)

@@ -8,7 +8,6 @@ missing. Gold labels are written to the run dir and joined by id in ``medagent.e
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -20,16 +19,16 @@ from omegaconf import DictConfig, OmegaConf
 from medagent.config import RunConfig
 from medagent.data import load_benchmark
 from medagent.eval import format_table, score
+from medagent.llm.endpoints import Endpoints
 from medagent.run import RunDir, build_manifest, check_resume
 from medagent.types import Prediction, Question
 from pipelines.common import (
+    deploy,
     drain,
     finished_batches,
     log,
     ray_session,
     register_configs,
-    run_apps,
-    run_llm_app,
     scoring_session,
     setup_logging,
 )
@@ -55,10 +54,6 @@ RESUMABLE_KEYS = frozenset(
     }
 )  # fmt: skip
 
-# How agent workers reach a live deployment: (LLM endpoint, retriever/reranker endpoint or None), as
-# ``deploy`` returns it; ``run_suite`` deploys once and hands the same endpoints to every cell.
-Endpoints = tuple[dict[str, Any], dict[str, Any] | None]
-
 
 def uses_retrieval(cfg: RunConfig) -> bool:
     """Whether the run's agent searches: its mode says so when it registers (``medagent.agent``)."""
@@ -80,52 +75,6 @@ def run_config(cfg: RunConfig) -> dict[str, Any]:
     return config
 
 
-def deploy_llm(cfg: RunConfig) -> dict[str, Any]:
-    """Deploys the LLM application alone (none for an external endpoint); returns how to reach it."""
-    from actors.builder import llm_endpoint
-
-    run_llm_app(cfg.llm, cfg.cluster)
-    return llm_endpoint(cfg.llm, cfg.cluster)
-
-
-def deploy(cfg: RunConfig) -> Endpoints:
-    """Deploys what the agent needs on the running Ray cluster; returns (LLM endpoint, services endpoint).
-
-    A searching agent gets the serving applications (the Retriever's own, and LLM on CPU + Reranker behind
-    the ingress: ``actors.apps.build_serving_apps``); vLLM runs as ``ray.serve.llm``'s own application
-    beside them. An agent without retrieval gets the LLM alone. Workers reach them by handle (no HTTP hop).
-    """
-    from ray import serve
-
-    from actors.apps import build_serving_apps
-    from actors.builder import APP, LLM_APP, llm_endpoint, serve_start_kwargs, services_endpoint
-
-    if not uses_retrieval(cfg):
-        return deploy_llm(cfg), None
-    serve.start(**serve_start_kwargs(cfg.cluster))
-    start = time.perf_counter()
-    url = f"http://{cfg.cluster.http_host}:{cfg.cluster.http_port}"
-    if not cfg.index_dir or not (Path(cfg.index_dir) / "manifest.json").exists():
-        raise FileNotFoundError(
-            f"agent mode {cfg.agent.mode!r} searches, but index_dir={cfg.index_dir} holds no finished index "
-            "(manifest.json). Build one with `make index` (the full CPU index, ~45 min), `make demo-index` (a small "
-            "one in outputs/index/demo-500, about 3 minutes; then pass index_dir=) or `python -m pipelines.index_corpus`."
-        )
-    local_llm = cfg.llm.backend == "llamacpp"
-    if not local_llm:
-        run_llm_app(cfg.llm, cfg.cluster)  # vLLM (ray.serve.llm's own application), or nothing
-    run_apps(
-        build_serving_apps(
-            cfg.llm if local_llm else None, cfg.retriever, cfg.reranker, cfg.index_dir, cfg.cluster
-        )
-    )
-    log.info(
-        "serving app up in %.1fs at %s (LLM %s, retriever %s, reranker %s, index %s)",
-        time.perf_counter() - start, url, cfg.llm.name, cfg.retriever.name, cfg.reranker.name, cfg.index_dir,
-    )  # fmt: skip
-    return llm_endpoint(cfg.llm, cfg.cluster, app=APP if local_llm else LLM_APP), services_endpoint(APP)
-
-
 def worker_rows(todo: list[Question], open_ended: bool) -> list[dict[str, str]]:
     """The rows Ray Data ships to the agent workers: questions only (golds stay in the driver), and in an
     open-ended run without their options (defence in depth: the agents ignore them too)."""
@@ -136,8 +85,7 @@ def worker_rows(todo: list[Question], open_ended: bool) -> list[dict[str, str]]:
 def stream_predictions(
     cfg: RunConfig,
     todo: list[Question],
-    llm_ep: dict[str, Any],
-    services_ep: dict[str, Any] | None,
+    endpoints: Endpoints,
 ) -> Iterator[list[Prediction]]:
     """Shards ``todo`` over ``AgentWorker`` actors with Ray Data; yields predictions batch by batch."""
     import ray
@@ -152,8 +100,8 @@ def stream_predictions(
         fn_constructor_kwargs={
             "agent": asdict(cfg.agent),
             "llm": asdict(cfg.llm),
-            "llm_endpoint": llm_ep,
-            "services_endpoint": services_ep,
+            "llm_endpoint": endpoints.llm,
+            "services_endpoint": endpoints.services,
             "kill_once_file": cfg.kill_worker_once_file,
         },
         **agent_worker_map_kwargs(cfg.cluster, cfg.agent.max_concurrency),
@@ -166,7 +114,9 @@ def _answer_with_ray(
     cfg: RunConfig, todo: list[Question], rd: RunDir, endpoints: Endpoints | None = None
 ) -> None:
     with ray_session(cfg.cluster):  # a no-op inside run_suite's session
-        llm_ep, services_ep = endpoints or deploy(cfg)
+        from actors.deploy import needs_for_benchmark
+
+        live = endpoints or deploy(needs_for_benchmark(cfg))
         from actors.metrics import RunMeter
 
         # Questions by outcome and accuracy so far, for Prometheus; golds stay here in the driver.
@@ -177,7 +127,7 @@ def _answer_with_ray(
             meter.add(list(preds))
 
         drain(
-            stream_predictions(cfg, todo, llm_ep, services_ep),
+            stream_predictions(cfg, todo, live),
             write,
             failed=lambda p: p.error is not None,
             total=len(todo),

@@ -15,7 +15,6 @@ once for the whole run), ``report.md``, ``figures/*.png`` and ``manifest.json``.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -25,57 +24,23 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from medagent.config import InterviewRunConfig, RunConfig
-from medagent.history import HISTORY_MODES, history_mode
+from medagent.config import InterviewRunConfig
+from medagent.history import history_mode
 from medagent.history.agent.information import split_record
 from medagent.history.evaluation.row import InterviewRow
 from medagent.history.evaluation.scoring import KEY, endpoint_failed, score_run
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
+from medagent.llm.endpoints import Endpoints
 from medagent.run import RunDir, build_manifest, check_resume
 from pipelines.common import (
+    deploy,
     drain,
     finished_batches,
     log,
     ray_session,
-    run_apps,
-    run_llm_app,
     setup_logging,
 )
-
-
-def deploy(cfg: InterviewRunConfig) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Deploys what the agent needs; returns (LLM endpoint, services endpoint or None).
-
-    ``amq`` gets the serving applications (CPU LLM, and the Retriever over ``index_dir``; no reranker); the
-    single-shot baseline gets the LLM alone. Workers reach them by handle (no HTTP hop).
-    """
-    from ray import serve
-
-    from actors.apps import build_serving_apps
-    from actors.builder import APP, LLM_APP, llm_endpoint, serve_start_kwargs, services_endpoint
-    from pipelines.run_benchmark import deploy_llm
-
-    if cfg.agent.mode != "amq" or not cfg.agent.retrieval:
-        return deploy_llm(RunConfig(llm=cfg.llm, cluster=cfg.cluster)), None
-    if not cfg.index_dir or not (Path(cfg.index_dir) / "manifest.json").exists():
-        raise FileNotFoundError(
-            f"history_agent=amq retrieves guidelines, but index_dir={cfg.index_dir} holds no finished index "
-            "(manifest.json). Build one with `make guidelines-index`."
-        )
-    serve.start(**serve_start_kwargs(cfg.cluster))
-    start = time.perf_counter()
-    local_llm = cfg.llm.backend == "llamacpp"
-    if not local_llm:
-        run_llm_app(cfg.llm, cfg.cluster)  # vLLM (ray.serve.llm's own application), or nothing
-    run_apps(
-        build_serving_apps(cfg.llm if local_llm else None, cfg.retriever, None, cfg.index_dir, cfg.cluster)
-    )
-    log.info(
-        "serving app up in %.1fs (LLM %s, retriever %s over %s)",
-        time.perf_counter() - start, cfg.llm.name, cfg.retriever.name, cfg.index_dir,
-    )  # fmt: skip
-    return llm_endpoint(cfg.llm, cfg.cluster, app=APP if local_llm else LLM_APP), services_endpoint(APP)
 
 
 def gold_kwargs(cfg: InterviewRunConfig) -> dict[str, Any]:
@@ -90,8 +55,7 @@ def gold_kwargs(cfg: InterviewRunConfig) -> dict[str, Any]:
 def stream_rows(
     cfg: InterviewRunConfig,
     todo: list[Interview],
-    llm_ep: dict[str, Any],
-    services_ep: dict[str, Any] | None,
+    endpoints: Endpoints,
 ) -> Iterator[list[dict[str, Any]]]:
     """Shards ``todo`` over ``InterviewWorker`` actors with Ray Data; yields rows batch by batch."""
     import ray
@@ -110,8 +74,8 @@ def stream_rows(
             "agent": asdict(cfg.agent),
             "eval": asdict(cfg.eval),
             "llm": asdict(cfg.llm),
-            "llm_endpoint": llm_ep,
-            "services_endpoint": services_ep,
+            "llm_endpoint": endpoints.llm,
+            "services_endpoint": endpoints.services,
             "embedder": asdict(cfg.embedder) if cfg.embedder else None,
             **gold_kwargs(cfg),
         },
@@ -157,9 +121,11 @@ RESUMABLE_KEYS = frozenset(
 
 def _interview_with_ray(cfg: InterviewRunConfig, todo: list[Interview], rd: RunDir) -> None:
     with ray_session(cfg.cluster):
-        llm_ep, services_ep = deploy(cfg)
+        from actors.deploy import needs_for_interviews
+
+        endpoints = deploy(needs_for_interviews(cfg))
         drain(
-            stream_rows(cfg, todo, llm_ep, services_ep),
+            stream_rows(cfg, todo, endpoints),
             lambda rows: rd.append_records(rd.interviews, list(rows), key=KEY, failed=endpoint_failed),
             failed=endpoint_failed,
             total=len(todo),
@@ -185,13 +151,6 @@ def report(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) -> 
 
 def run(cfg: InterviewRunConfig) -> dict[str, Any]:
     """Runs the configured interviews (resumable), then scores and reports; returns the metrics."""
-    try:
-        history_mode(cfg.agent.mode)
-    except KeyError:
-        raise ValueError(
-            f"agent.mode={cfg.agent.mode!r} is not a history-taking agent (conf/history_agent/); expected one of "
-            f"{HISTORY_MODES.names()}"
-        ) from None
     data = load_interviews(
         cfg.interviews.name,
         cfg.interviews.source,

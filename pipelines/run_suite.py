@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +27,15 @@ import hydra
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from actors.deploy import needs_for_benchmark
 from medagent.config import RunConfig, SuiteConfig, SuiteRunConfig
 from medagent.data import load_benchmark
+from medagent.llm.endpoints import Endpoints
 from medagent.run import RunDir, check_resume
-from pipelines.common import log, ray_session, setup_logging
+from pipelines.common import deploy, log, ray_session, setup_logging
 from pipelines.run_benchmark import (
     RESUMABLE_KEYS,
-    Endpoints,
     absolute_paths,
-    deploy,
     run_config,
     uses_retrieval,
 )
@@ -71,14 +71,10 @@ def expand_sweep(sweep_params: Mapping[str, Any], overrides: Sequence[str]) -> l
     and the cells are the cartesian product in that key order. Reusing the sweeper's splitter keeps the
     cells identical to the jobs of ``run_benchmark -m``.
     """
-    # Private hydra API: pinned by hydra-core==1.3.8 in pyproject.toml; test_run_suite catches a change.
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from actors.private_apis import split_sweep
 
     params = [f"{k}={v}" for k, v in sweep_params.items()]
-    parsed = OverridesParser.create().parse_overrides([*params, *overrides])
-    [cells] = BasicSweeper.split_arguments(parsed, max_batch_size=None)
-    return cells
+    return split_sweep([*params, *overrides])
 
 
 def _is_suite_override(override: str) -> bool:
@@ -228,11 +224,12 @@ def _undeploy() -> None:
 
 
 def _run_cell(cell: Cell, endpoints: Endpoints, continue_on_error: bool) -> None:
-    llm_ep, services_ep = endpoints
     before = _count_predictions(cell.cfg)
     log.info("cell [%s] -> %s", cell.label, cell.cfg.run_dir)
     try:
-        result = run_cell(cell.cfg, (llm_ep, services_ep if uses_retrieval(cell.cfg) else None))
+        result = run_cell(
+            cell.cfg, endpoints if uses_retrieval(cell.cfg) else replace(endpoints, services=None)
+        )
     except Exception as exc:  # recorded first; re-raised unless continue_on_error
         cell.status, cell.error = "failed", f"{type(exc).__name__}: {exc}"
         cell.predictions = _count_predictions(cell.cfg)
@@ -313,7 +310,7 @@ def run_suite(suite: SuiteConfig, cells: list[Cell]) -> dict[str, Any]:
                 for i, (served, group) in enumerate(deployment_groups(pending)):
                     if i:
                         _undeploy()
-                    endpoints = deploy(served)
+                    endpoints = deploy(needs_for_benchmark(served))
                     for cell in group:
                         _run_cell(cell, endpoints, suite.continue_on_error)
     finally:

@@ -3,8 +3,9 @@
 One application holds the ingress, the LLM (llama.cpp on CPU), the reranker and, with
 ``interview_sessions.enabled=true``, the history-taking sessions a person answers as the patient; the
 retriever is an application of its own at ``/v1/retrieve`` (``actors.apps``). With ``llm.backend=vllm``
-the LLM is Ray's own ``ray.serve.llm`` OpenAI application, served beside them under ``/llm``. Prints the
-routes, then serves until Ctrl-C.
+the LLM is Ray's own ``ray.serve.llm`` OpenAI application, served beside them under ``/llm``
+(``actors.deploy`` decides, ``pipelines.common.deploy`` deploys, as for every pipeline). Prints the routes,
+then serves until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -12,69 +13,40 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import hydra
-from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from actors.apps import ServeApp
 from medagent.config import ServeConfig
-from pipelines.common import log, ray_session, register_configs, run_apps, setup_logging
-
-
-def build_apps(cfg: ServeConfig) -> list[ServeApp]:
-    """The medagent applications (the retriever's; the ingress, reranker and, on CPU, the LLM); builds,
-    never starts.
-
-    Shared with ``pipelines.serve_app`` (the RayService / ``serve deploy`` entry point). A vLLM LLM is a
-    separate application (``actors.builder.build_llm_app``), served beside these under ``/llm``.
-    """
-    from actors.apps import build_serving_apps
-    from actors.builder import APP
-
-    llm = cfg.llm if cfg.llm.backend == "llamacpp" else None
-    index_dir = str(Path(cfg.index_dir).resolve()) if cfg.index_dir else None
-    return build_serving_apps(
-        llm,
-        cfg.retriever,
-        cfg.reranker,
-        index_dir,
-        cfg.cluster,
-        interview_sessions=cfg.interview_sessions,
-        sessions_llm=cfg.llm,
-        name=cfg.app_name or APP,
-    )
+from pipelines.common import deploy, log, ray_session, register_configs, setup_logging
 
 
 def start(cfg: ServeConfig) -> dict[str, Any]:
-    """Deploys the application on the running Ray cluster; returns its handle and base URL."""
+    """Deploys the applications on the running Ray cluster (``pipelines.common.deploy``); returns the base
+    URL and the routes."""
     from ray import serve
 
     from actors.apps import INTERVIEW_ROUTES, ROUTES
-    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, direct_ingress_urls, serve_start_kwargs
+    from actors.builder import LLM_APP, LLM_ROUTE, direct_ingress_urls
+    from actors.deploy import needs_for_serve
 
-    serve.start(**serve_start_kwargs(cfg.cluster))
+    needs = needs_for_serve(cfg)
     t0 = time.perf_counter()
-    if cfg.llm.backend == "vllm":
-        vllm_app = build_llm_app(cfg.llm, cfg.cluster)
-        assert vllm_app is not None
-        serve.run(vllm_app, name=LLM_APP, route_prefix=LLM_ROUTE)
-    handle = run_apps(build_apps(cfg))
+    deploy(needs)
     base = f"http://{cfg.cluster.http_host}:{cfg.cluster.http_port}"
     log.info("application %r up in %.1fs", cfg.app_name, time.perf_counter() - t0)
     routes = [f"{base}{r}" for r in ROUTES]
     if cfg.interview_sessions.enabled:
         routes += [f"{r.split()[0]} {base}{r.split()[1]}" for r in INTERVIEW_ROUTES]
-    if cfg.llm.backend == "vllm":
-        routes.append(f"{base}{LLM_ROUTE}/v1/chat/completions  (ray.serve.llm)")
+    if needs.llm_app:
+        routes.append(f"{base}{LLM_ROUTE}/v1/chat/completions  (application {LLM_APP!r})")
     # cluster.serve_direct_ingress: each application's replica also answers its routes on its own port.
     direct = direct_ingress_urls(list(serve.status().applications))
     routes += [
         f"{url}  (direct ingress to application {app!r}: its routes, no proxy)" for app, url in direct.items()
     ]
-    return {"handle": handle, "base_url": base, "routes": routes}
+    return {"base_url": base, "routes": routes}
 
 
 def serve_forever(cfg: ServeConfig) -> None:
@@ -97,8 +69,7 @@ def serve_forever(cfg: ServeConfig) -> None:
         log.info("shutting down")  # ray_session's exit shuts Serve and Ray down cleanly
 
 
-register_configs()
-ConfigStore.instance().store(name="serve_schema", node=ServeConfig)
+register_configs()  # conf/serve.yaml's serve_schema among them
 
 
 @hydra.main(config_path="../conf", config_name="serve", version_base="1.3")

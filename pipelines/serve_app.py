@@ -2,7 +2,7 @@
 
 ``pipelines.serve`` starts Ray and deploys from the command line; a RayService instead names importable
 builders in its ``serveConfigV2`` and passes their ``args``. Both compose the same hydra config
-(``conf/serve.yaml``) and build through the same code (``pipelines.serve.build_apps``), so a RayService runs
+(``conf/serve.yaml``) and build through the same code (``actors.deploy.serving_apps``), so a RayService runs
 exactly the applications ``python -m pipelines.serve <overrides>`` would::
 
     applications:
@@ -34,9 +34,10 @@ from omegaconf import OmegaConf
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from medagent.config import ServeConfig
+from pipelines.common import register_configs
 
-# Importing the entry point registers the typed schema that conf/serve.yaml names (serve_schema).
-from pipelines import serve as serve_pipeline
+# The typed schema that conf/serve.yaml names (serve_schema).
+register_configs()
 
 
 class ServeAppArgs(BaseModel):
@@ -68,13 +69,13 @@ def _parse(args: ServeAppArgs | dict[str, Any] | None) -> ServeAppArgs:
 
 
 def _built(args: ServeAppArgs, retrieval: bool) -> Any:
-    from actors.builder import APP, retrieval_app_name
+    from actors.builder import retrieval_app_name
+    from actors.deploy import needs_for_serve, serving_apps
 
-    cfg = compose_serve_config(_parse(args).overrides)
-    name = cfg.app_name or APP
-    want = retrieval_app_name(name) if retrieval else name
+    needs = needs_for_serve(compose_serve_config(_parse(args).overrides))
+    want = retrieval_app_name(needs.app_name) if retrieval else needs.app_name
     # conf/serve.yaml always serves a retriever, so both applications are built.
-    return next(a.app for a in serve_pipeline.build_apps(cfg) if a.name == want)
+    return next(a.app for a in serving_apps(needs) if a.name == want)
 
 
 def app_builder(args: ServeAppArgs) -> Any:
@@ -97,10 +98,11 @@ def llm_app_builder(args: ServeAppArgs) -> Any:
         ValueError: The LLM is not served by vLLM: the CPU LLM is a deployment of ``app_builder``'s
             application, and an external endpoint (``backend=openai``) needs nothing deployed.
     """
-    from actors.builder import build_llm_app
+    from actors.backends import build_llm_app
+    from actors.deploy import needs_for_serve
 
     cfg = compose_serve_config(_parse(args).overrides)
-    if cfg.llm.backend != "vllm":
+    if not needs_for_serve(cfg).llm_app:
         raise ValueError(
             f"llm {cfg.llm.name!r} has backend={cfg.llm.backend!r}; llm_app_builder serves vLLM models only "
             "(the CPU LLM is part of app_builder's application)"

@@ -28,7 +28,9 @@ def completion(
 class ScriptedChatModel(CompletionChatModel):
     """Replies from a script (a list consumed in order, or a function of the request body).
 
-    Every request body is recorded in ``requests`` so tests can assert on what the agent sent.
+    Every request body is recorded in ``requests`` so tests can assert on what the agent sent. The body
+    a script sees and ``requests`` keeps carries the prompt's name under ``"prompt"`` (a real client keeps
+    it off the wire), so fakes route on the prompt, not on its wording.
     """
 
     def __init__(
@@ -37,6 +39,9 @@ class ScriptedChatModel(CompletionChatModel):
         self.model = "fake"
         self.script = script
         self.requests: list[dict[str, Any]] = []
+
+    async def send(self, body: dict[str, Any], prompt: str) -> dict[str, Any]:
+        return await self.complete({**body, "prompt": prompt} if prompt else body)
 
     async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         self.requests.append(body)

@@ -1,6 +1,6 @@
 """Agents: each takes a ``Question`` (never a ``Gold``) and returns a ``Prediction``."""
 
-from medagent.agent.base import Agent, build_agent, needs_retrieval, register_agent
+from medagent.agent.base import Agent, build_agent, check_modes, needs_retrieval, register_agent
 from medagent.agent.gated import GatedAgent
 from medagent.agent.memory import Evidence, MemoryBank
 from medagent.agent.no_tools import NoToolsAgent
@@ -18,6 +18,7 @@ __all__ = [
     "QAAgent",
     "StandaloneAgent",
     "build_agent",
+    "check_modes",
     "needs_retrieval",
     "register_agent",
 ]

@@ -7,9 +7,12 @@ accuracy; it is never a guessed letter.
 
 from __future__ import annotations
 
-import json
 import re
 
+from pydantic import create_model
+
+from medagent.llm.structured import Output, enum_str, response_format
+from medagent.llm.structured import first_object as parse_json_object
 from medagent.types import INVALID
 
 # Strongest first. Each pattern captures one letter; a tier wins only if all its matches agree.
@@ -71,34 +74,15 @@ def _normalize(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()
 
 
-def parse_json_object(text: str) -> dict[str, object] | None:
-    """Returns the first JSON object embedded in ``text`` (fenced or not), or ``None``."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            obj, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(obj, dict):
-            return obj
-        start = text.find("{", start + 1)
-    return None
+__all__ = ["answer_model", "answer_schema", "locate_choice", "parse_choice", "parse_json_object"]
 
 
 def answer_schema(letters: list[str]) -> dict[str, object]:
     """OpenAI ``response_format`` that constrains the reply to ``{"answer": <one letter>}``."""
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": "answer",
-            "strict": True,
-            "schema": {
-                "type": "object",
-                "properties": {"answer": {"type": "string", "enum": letters}},
-                "required": ["answer"],
-                "additionalProperties": False,
-            },
-        },
-    }
+    return response_format("answer", answer_model(letters))
+
+
+def answer_model(letters: list[str]) -> type[Output]:
+    """The output model of an answer call: one of ``letters`` (the reply itself is read by ``parse_choice``,
+    whose ``INVALID`` rule a validation error must not replace)."""
+    return create_model("Answer", __base__=Output, answer=(enum_str(letters), ...))

@@ -45,13 +45,25 @@ def _always(value: bool) -> Callable[[AgentConfig], bool]:
     return lambda _cfg: value
 
 
+def check_modes(cfg: AgentConfig) -> None:
+    """Raises ``KeyError`` listing the registered modes when ``cfg.mode`` or ``cfg.gate.tools_mode`` is not one.
+
+    The registry is the source of truth for mode names, and it lives here rather than in ``medagent.config``
+    so that the configs do not import the agents (which import the configs). Every pipeline reaches this
+    through ``needs_retrieval`` before it starts Ray.
+    """
+    AGENTS.get(cfg.mode)
+    AGENTS.get(cfg.gate.tools_mode)
+
+
 def needs_retrieval(cfg: AgentConfig) -> bool:
     """Whether ``cfg``'s agent searches, as its mode registered it (the pipelines deploy search for it)."""
-    AGENTS.get(cfg.mode)  # KeyError listing the registered modes
+    check_modes(cfg)
     return _RETRIEVAL[cfg.mode](cfg)
 
 
 def build_agent(cfg: AgentConfig, llm: ChatModel, deps: AgentDeps | None = None) -> Agent:
     """Builds the agent for ``cfg.mode``; ``deps`` carries the retriever/reranker clients when needed and
     what the backend can do."""
+    check_modes(cfg)
     return AGENTS.get(cfg.mode)(llm, cfg, deps or AgentDeps())

@@ -33,8 +33,6 @@ from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
 from medagent.types import INVALID, Prediction, Question
 
-METHODS = ("auto", "logprobs", "samples")
-
 
 def part_cost(attempts: Sequence[Attempt], wall_s: float) -> dict[str, Any]:
     """The cost record of some LLM calls (a part of the gated agent): calls, tokens, wall time."""
@@ -68,10 +66,6 @@ class GatedAgent:
 
     def __init__(self, llm: ChatModel, cfg: AgentConfig, deps: AgentDeps) -> None:
         gate = cfg.gate
-        if gate.confidence not in METHODS:
-            raise ValueError(f"agent.gate.confidence must be one of {METHODS}, got {gate.confidence!r}")
-        if gate.tools_mode == "gated":
-            raise ValueError("agent.gate.tools_mode cannot be 'gated'")
         self.cfg, self.gate = cfg, gate
         self.first = StandaloneAgent(
             llm,

@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from medagent.agent.services import Doc
+from medagent.api import Doc
 
 # Quotes shorter than this (after normalisation) would match almost any document, so they never verify.
 MIN_QUOTE_CHARS = 8

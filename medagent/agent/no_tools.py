@@ -80,6 +80,7 @@ class NoToolsAgent:
                 temperature=temperature,
                 top_p=top_p,
                 max_tokens=self.cfg.max_tokens,
+                prompt=self.prompt.name,
             )
             answer = read_answer(resp.content, options)
             last = answer != INVALID or i == len(tries) - 1

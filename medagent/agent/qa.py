@@ -89,10 +89,6 @@ class QAAgent:
     ) -> None:
         if searches(cfg) and (retriever is None or reranker is None):
             raise ValueError(f"agent mode {cfg.mode!r} needs deps.retriever and deps.reranker")
-        if cfg.final_answer_call not in ("always", "fallback"):
-            raise ValueError(
-                f"final_answer_call must be 'always' or 'fallback', got {cfg.final_answer_call!r}"
-            )
         self.llm, self.cfg = llm, cfg
         self.json_schema = json_schema and cfg.constrained_answer
         self.constrained_calls = constrained_calls and json_schema
@@ -169,6 +165,7 @@ class QAAgent:
                 temperature=self.cfg.temperature,
                 top_p=self.cfg.top_p,
                 max_tokens=self.cfg.step_max_tokens,
+                prompt=self.prompt.name,
             )
             run.calibrate(sent, resp)
             parsed = parse_reply(resp, f"call_{turn}", ANSWER_TOOL)
@@ -279,6 +276,7 @@ class QAAgent:
                 temperature=temperature,
                 top_p=top_p,
                 max_tokens=self.cfg.max_tokens,
+                prompt=self.prompt_final.name,
             )
             answer = self._read(resp.content, run.options)
             source = "final_call"

@@ -1,22 +1,38 @@
 """``Retriever`` and ``Reranker`` over the serving API, whatever carries the request.
 
-Both speak the wire models of ``medagent.api``: they take an async ``call(request_dict) -> response_dict``,
-which is a Serve deployment handle method inside the cluster (``actors.common.services_for``) or an HTTP
-POST to a running application (``http_call``). Building the request and reading the response live here
-once, so the two transports cannot drift apart; tests pass a plain coroutine.
+Both speak the wire models of ``medagent.api``: each request is built as its model (``RetrieveRequest``,
+``RerankRequest``) and each response is parsed with its model (``RetrieveResponse``, ``RerankResponse``),
+so a change of the contract on the server's side fails here, by name, instead of as a missing key deep in
+an agent. They take an async ``call(request_dict) -> response_dict``, which is a Serve deployment handle
+method inside the cluster (``actors.common.services_for``) or an HTTP POST to a running application
+(``http_call``). Building the request and reading the response live here once, so the two transports
+cannot drift apart; tests pass a plain coroutine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypeVar
 
-from medagent.agent.services import Doc
-from medagent.api import MAX_CANDIDATE_CHARS, MAX_CANDIDATES, MAX_QUERY_CHARS
+from pydantic import BaseModel, ValidationError
+
+from medagent.api import (
+    MAX_CANDIDATE_CHARS,
+    MAX_CANDIDATES,
+    MAX_QUERY_CHARS,
+    Doc,
+    RerankCandidate,
+    RerankRequest,
+    RerankResponse,
+    RetrieveRequest,
+    RetrieveResponse,
+)
 from medagent.llm.base import LLMError
 from medagent.llm.retry import with_retries
 
 Call = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+Response = TypeVar("Response", bound=BaseModel)
 
 
 class ServiceError(LLMError):
@@ -27,6 +43,14 @@ class ServiceError(LLMError):
     """
 
 
+class MalformedResponse(ServiceError):
+    """An endpoint answered with a body its wire model rejects: the server speaks another contract.
+
+    Not retried (the same replica would answer the same way). A ``ServiceError``, so the worker records it
+    against the question like any failed endpoint; the message names the model and the fields at fault.
+    """
+
+
 class _Remote:
     def __init__(self, call: Call, *, what: str, max_retries: int = 3, backoff_s: float = 1.0) -> None:
         self._call = call
@@ -34,18 +58,30 @@ class _Remote:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
 
-    async def _request(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Bounded retries of transport failures: a replica that died is being replaced by Serve meanwhile.
+    async def _request(self, request: BaseModel, response_model: type[Response]) -> Response:
+        """Sends ``request`` and parses the answer as ``response_model``.
 
+        Bounded retries of transport failures: a replica that died is being replaced by Serve meanwhile.
         A refusal (``ValueError``: an unknown source...) or any other exception propagates at once.
+
+        Raises:
+            MalformedResponse: The answer does not validate as ``response_model``.
         """
-        return await with_retries(
+        # Only the fields the caller set go on the wire: the server's defaults stay the server's.
+        body = request.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+        raw = await with_retries(
             lambda: self._call(body),
             what=self.what,
             max_retries=self.max_retries,
             backoff_s=self.backoff_s,
             error=ServiceError,
         )
+        try:
+            return response_model.model_validate(raw)
+        except ValidationError as exc:
+            raise MalformedResponse(
+                f"{self.what}: the endpoint's answer is not a {response_model.__name__}: {exc}"
+            ) from exc
 
 
 class RemoteRetriever(_Remote):
@@ -63,16 +99,17 @@ class RemoteRetriever(_Remote):
         mode: str | None = None,
         return_parents: bool | None = None,
     ) -> list[Doc]:
-        body: dict[str, Any] = {"query": query[:MAX_QUERY_CHARS], "top_k": top_k}
-        if sources:
-            body["sources"] = sources
-        if mode:
-            body["mode"] = mode
-        if return_parents is not None:
-            body["return_parents"] = return_parents
-        response = await self._request(body)
-        docs = [Doc.from_dict(d) for d in response.get("documents", [])]
-        return sorted(docs, key=lambda d: -d.score)
+        request = RetrieveRequest.model_validate(
+            {
+                "query": query[:MAX_QUERY_CHARS],
+                "top_k": top_k,
+                "sources": sources or None,
+                "mode": mode or None,
+                "return_parents": return_parents,
+            }
+        )
+        response = await self._request(request, RetrieveResponse)
+        return sorted(response.documents, key=lambda d: -d.score)
 
 
 def candidate_text(doc: Doc) -> str:
@@ -92,19 +129,25 @@ class RemoteReranker(_Remote):
             return []
         # Positions, not document ids, name the candidates: ids need only be unique per source.
         docs = docs[:MAX_CANDIDATES]
-        body = {
-            "query": query[:MAX_QUERY_CHARS],
-            "candidates": [{"id": str(i), "text": candidate_text(d)} for i, d in enumerate(docs)],
-            "top_r": min(top_r, len(docs)),
-        }
-        response = await self._request(body)
-        scores: dict[str, float] = response.get("results", {})
-        ranked = sorted(scores.items(), key=lambda kv: -kv[1])
+        request = RerankRequest(
+            query=query[:MAX_QUERY_CHARS],
+            candidates=[RerankCandidate(id=str(i), text=candidate_text(d)) for i, d in enumerate(docs)],
+            top_r=min(top_r, len(docs)),
+        )
+        response = await self._request(request, RerankResponse)
+        ranked = sorted(response.results.items(), key=lambda kv: -kv[1])
         out = []
         for key, score in ranked[:top_r]:
-            d = docs[int(key)]
-            out.append(Doc(d.id, d.source, d.title, d.content, float(score), d.doc_id, d.parent_id))
+            d = docs[_position(key, len(docs), self.what)]
+            out.append(replace(d, score=score))
         return out
+
+
+def _position(key: str, n: int, what: str) -> int:
+    """The candidate a rerank result names: its position in the request."""
+    if key.isdigit() and int(key) < n:
+        return int(key)
+    raise MalformedResponse(f"{what}: the endpoint scored candidate {key!r}, not one of 0..{n - 1}")
 
 
 def http_call(base_url: str, route: str, *, timeout_s: float = 120.0) -> Call:

@@ -2,7 +2,8 @@
 
 The agents only see these protocols. ``medagent.agent.remote_services`` implements them over a Serve
 deployment handle (no HTTP hop inside the cluster) or over the HTTP routes of a running application
-(``actors.common.services_for`` picks); tests pass in-memory fakes. The shapes are those of ``medagent.api`` (``RetrievedDocument``).
+(``actors.common.services_for`` picks); tests pass in-memory fakes. Documents are ``medagent.api.Doc``, the
+one document type from the searcher through the wire to the agents (imported here for the agents' use).
 """
 
 from __future__ import annotations

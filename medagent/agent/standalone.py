@@ -84,6 +84,7 @@ class StandaloneAgent:
             max_tokens=self.cfg.max_tokens,
             seed=seed,
             top_logprobs=top_logprobs,
+            prompt=(self.prompt_open if open_ended else self.prompt_mc).name,
         )
         if open_ended:
             answer = resp.content.strip() or INVALID

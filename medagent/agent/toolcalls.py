@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from medagent.llm.base import ChatResponse
+from medagent.llm.structured import decode_json
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n?(.*?)```", re.S)
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
@@ -116,21 +117,6 @@ def _parse_text(text: str, id_prefix: str, answer_tool: str) -> ParsedReply:
         rest = rest[:start] + rest[end:]
     malformed = None if calls else ("; ".join(errors) or None)
     return ParsedReply(calls, rest.strip(), malformed)
-
-
-def decode_json(body: str) -> tuple[Any, str | None]:
-    """The JSON value in ``body`` (or the first object after leading text), else ``(None, error)``."""
-    body = body.strip()
-    try:
-        return json.loads(body), None
-    except json.JSONDecodeError as exc:
-        first = body.find("{")
-        if first > 0:
-            try:
-                return json.JSONDecoder().raw_decode(body, first)[0], None
-            except json.JSONDecodeError:
-                pass
-        return None, f"invalid JSON: {exc.msg} at character {exc.pos}"
 
 
 def _to_calls(value: Any, call_id: str, answer_tool: str) -> list[Call]:

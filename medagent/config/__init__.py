@@ -2,7 +2,7 @@
 
 Hydra validates every YAML group against these schemas at compose time; pipelines convert the composed
 config once at the driver and pass plain dataclasses (or dicts) into actors, never ``DictConfig`` objects
-with unresolved interpolations. The schemas live in submodules by pipeline; import them from here.
+with unresolved interpolations. The schemas live in submodules by pipeline, their closed sets (enums) in ``choices``; import them from here.
 """
 
 from medagent.config.base import (
@@ -14,6 +14,25 @@ from medagent.config.base import (
     RetrieverConfig,
     SimNodeConfig,
     to_dataclass,
+)
+from medagent.config.choices import (
+    AnnotatorKind,
+    AuthMode,
+    Backend,
+    Choice,
+    Confidence,
+    FinalAnswerCall,
+    HistoryMode,
+    LogLevel,
+    Memory,
+    PlacementStrategy,
+    Policy,
+    Priorities,
+    ProxyLocation,
+    RetrievalMode,
+    SummaryContext,
+    ToolCalls,
+    ToolChoice,
 )
 from medagent.config.interview import (
     DEFAULT_RED_FLAGS,
@@ -30,6 +49,23 @@ from medagent.config.serve import ServeConfig
 from medagent.config.suite import SuiteConfig, SuiteRunConfig
 
 __all__ = [
+    "AnnotatorKind",
+    "AuthMode",
+    "Backend",
+    "Choice",
+    "Confidence",
+    "FinalAnswerCall",
+    "HistoryMode",
+    "LogLevel",
+    "Memory",
+    "PlacementStrategy",
+    "Policy",
+    "Priorities",
+    "ProxyLocation",
+    "RetrievalMode",
+    "SummaryContext",
+    "ToolCalls",
+    "ToolChoice",
     "AgentConfig",
     "GateConfig",
     "AnnotateRunConfig",

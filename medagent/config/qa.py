@@ -1,4 +1,5 @@
-"""Configs of seed A's QA runs (``pipelines/run_benchmark.py``): the agent, open-ended scoring, the run."""
+"""Configs of the QA agent's runs (the paper: Jia et al.; ``pipelines/run_benchmark.py``): the agent, open-ended
+scoring, the run."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ from medagent.config.base import (
     ModelConfig,
     RerankerConfig,
     RetrieverConfig,
+)
+from medagent.config.choices import (
+    Confidence,
+    FinalAnswerCall,
+    Memory,
+    RetrievalMode,
+    coerce_choices,
 )
 
 # Agent turns beside the review batches: comparison, searches, the answer (``AgentConfig.step_budget``).
@@ -30,18 +38,18 @@ class GateConfig:
             the backend returns them (``llm.supports_logprobs``), else samples.
         top_logprobs: Alternatives asked for per token (20 is vLLM's and OpenAI's maximum).
         samples: k of the agreement measure.
-        sample_temperature: Sampling of the agreement measure (seed A's re-run setting: 0.7 / 0.8).
+        sample_temperature: Sampling of the agreement measure (the paper's re-run setting: 0.7 / 0.8).
         sample_top_p: As above.
         max_tokens: ``max_tokens`` of the first answer (and its samples): agent=standalone's, so the first
             answer is the standalone agent's (the agent's own ``max_tokens`` is the tools' final call's).
-        tools_mode: The tool-using agent run below the threshold.
+        tools_mode: The tool-using agent run below the threshold (a registered mode other than ``gated``).
         record_both: Run the tools on every question, whatever the confidence, and record both answers: the
             prediction is still the gated one at ``threshold``, and the report derives every other threshold
             (accuracy, flips, cost) from this one run (``medagent.report.gate``).
     """
 
     threshold: float = 0.3
-    confidence: str = "auto"
+    confidence: Confidence = Confidence.auto
     top_logprobs: int = 20
     samples: int = 5
     sample_temperature: float = 0.7
@@ -50,20 +58,29 @@ class GateConfig:
     tools_mode: str = "full"
     record_both: bool = False
 
+    def __post_init__(self) -> None:
+        coerce_choices(self, "agent.gate")
+        if self.tools_mode == "gated":
+            raise ValueError("agent.gate.tools_mode cannot be 'gated'")
+
 
 @dataclass
 class AgentConfig:
-    """Agent mode and sampling; defaults follow seed A (temperature 0, top_p 1)."""
+    """Agent mode and sampling; defaults follow the paper (Jia et al.: temperature 0, top_p 1).
+
+    ``mode`` is a name registered with ``medagent.agent.register_agent``; an unregistered one raises
+    ``KeyError`` listing the registered modes when the config is built.
+    """
 
     mode: str = "standalone"
     open_ended: bool = False
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens: int = 64
-    # Constrain the final answer with a JSON schema when the backend supports it (our default; seed A
+    # Constrain the final answer with a JSON schema when the backend supports it (our default; the paper
     # extracted the answer from free text and re-ran the unreadable ones, see retry_invalid).
     constrained_answer: bool = True
-    # Seed A's protocol: "to address occasional issues with final answer extraction, we re-evaluated the
+    # The paper's protocol: "to address occasional issues with final answer extraction, we re-evaluated the
     # experiments with a temperature of 0.7 and top_p of 0.8". True re-asks a final answer that parses to
     # INVALID once at (retry_temperature, retry_top_p); the retry is marked in the trace.
     retry_invalid: bool = False
@@ -73,7 +90,7 @@ class AgentConfig:
     max_concurrency: int = 4
     prompt: str = "standalone_mc"
     prompt_open: str = "standalone_open"
-    # --- The tool-using QA agent (modes full / no_cache_prune / no_search / no_tools); seed A's defaults.
+    # --- The tool-using QA agent (modes full / no_cache_prune / no_search / no_tools); the paper's defaults.
     # TopK candidates per source from first-stage retrieval (paper: 32 per source, 192 over six sources).
     top_k: int = 32
     # TopR documents kept by the reranker and queued for review (paper: 32; Fig. 3 sweeps it).
@@ -96,26 +113,29 @@ class AgentConfig:
     max_calls_per_step: int = 4
     # "always": a last call answers from conversation + memory bank (the paper's final step);
     # "fallback": the model's own final_answer stands, the last call is made only when there is none.
-    final_answer_call: str = "always"
+    final_answer_call: FinalAnswerCall = FinalAnswerCall.always
     # Characters of a document shown to the model; quotes are still verified against the full text.
     doc_max_chars: int = 3000
     # The tools the mode offers (besides final_answer; open-ended questions add generate_options) and what
-    # a search does with its results: cache_prune (seed A's memory bank), context (straight into the
+    # a search does with its results: cache_prune (the paper's memory bank), context (straight into the
     # conversation: "w/o Cache & Prune") or none. None: the mode's defaults (medagent.agent.tools).
     tools: list[str] | None = None
-    memory: str | None = None
+    memory: Memory | None = None
     # Candidate answers generate_options asks for (open-ended mode).
     n_options: int = 5
     # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
     retrieval_sources: list[str] | None = None
-    retrieval_mode: str | None = None
+    retrieval_mode: RetrievalMode | None = None
     # The gated agent's confidence gate (mode gated).
     gate: GateConfig = field(default_factory=GateConfig)
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "agent")
 
     def step_budget(self) -> int:
         """``max_steps``, or when None the turns a full review takes: each of the ceil(R/B) batches is
         reviewed and quoted (2 turns), plus ``STEP_OVERHEAD`` for the comparison, searches and the answer
-        (seed A: R = 32, B = 4 -> 8 batches -> 24 turns; Fig. 3's TopR 64 -> 40)."""
+        (the paper: R = 32, B = 4 -> 8 batches -> 24 turns; Fig. 3's TopR 64 -> 40)."""
         if self.max_steps is not None:
             return self.max_steps
         return 2 * math.ceil(self.top_r / self.batch_size) + STEP_OVERHEAD

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from medagent.config import ModelConfig, OpenScoringConfig
-from medagent.eval.scoring import bootstrap_ci
+from medagent.eval.stats import bootstrap_ci
 from medagent.types import INVALID, Gold, Prediction
 
 log = logging.getLogger(__name__)

@@ -6,11 +6,11 @@ errored both count as wrong, and their rates are reported beside accuracy.
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from medagent.eval.stats import bootstrap_ci
 from medagent.types import INVALID, Gold, Prediction
 
 
@@ -33,20 +33,6 @@ class BenchmarkMetrics:
         d = asdict(self)
         d["ci95"] = list(self.ci95)
         return d
-
-
-def bootstrap_ci(
-    outcomes: Sequence[float], samples: int = 1000, seed: int = 0, alpha: float = 0.05
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of 0/1 outcomes or scores (deterministic for a seed)."""
-    n = len(outcomes)
-    if n == 0:
-        return (0.0, 0.0)
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(outcomes, k=n)) / n for _ in range(samples))
-    lo = means[int((alpha / 2) * (samples - 1))]
-    hi = means[int((1 - alpha / 2) * (samples - 1))]
-    return (lo, hi)
 
 
 def score(

@@ -1,4 +1,4 @@
-"""One constrained JSON request with validation and retry, shared by every history-taking model call.
+"""The history-taking model calls' JSON request (over ``medagent.llm.structured``) and their usage log.
 
 A reply that is not a JSON object of the expected shape is *malformed*: the error is recorded, shown to the
 model (``history_retry`` prompt) and the request retried ``max_retries`` times; after that the caller gets
@@ -13,15 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from medagent.agent.answers import parse_json_object
 from medagent.llm.base import ChatModel, Usage
-from medagent.prompts import load_prompt
+from medagent.llm.structured import MalformedReply, ask_with, first_object
 
 T = TypeVar("T")
-
-
-class MalformedReply(ValueError):
-    """The model's reply is not usable (no JSON object, or a field of the wrong shape)."""
 
 
 def json_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +101,7 @@ async def ask_json(
     messages: list[dict[str, Any]],
     parse: Callable[[dict[str, Any]], T],
     *,
+    prompt: str,
     tag: str,
     log: CallLog,
     response_format: dict[str, Any] | None,
@@ -114,7 +110,8 @@ async def ask_json(
     top_p: float = 1.0,
     max_retries: int = 1,
 ) -> tuple[T | None, list[str]]:
-    """Sends ``messages``, parses the first JSON object of the reply with ``parse``; retries when malformed.
+    """Sends ``messages``, parses the first JSON object of the reply with ``parse``; retries when malformed
+    (``medagent.llm.structured.ask_with``, the one retry loop).
 
     Returns:
         The parsed value (None when every attempt was malformed) and the errors met (also in ``log``).
@@ -122,31 +119,25 @@ async def ask_json(
     Raises:
         LLMError: The endpoint failed.
     """
-    errors: list[str] = []
-    retry = load_prompt("history_retry")
-    attempt_messages = messages
-    for attempt in range(max_retries + 1):
-        resp = await llm.chat(
-            attempt_messages,
-            response_format=response_format,
-            temperature=temperature,
-            top_p=top_p,
-            max_tokens=max_tokens,
-        )
-        log.add(resp.usage, resp.latency_s, tag)
-        try:
-            obj = parse_json_object(resp.content)
-            if obj is None:
-                raise MalformedReply(f"no JSON object in the reply: {resp.content[:120]!r}")
-            value = parse(dict(obj))
-            log.errors.extend(errors)
-            return value, errors
-        except MalformedReply as exc:
-            problem = str(exc)
-            if resp.finish_reason == "length":
-                problem += f" (reply cut at max_tokens={max_tokens})"
-            errors.append(f"{tag}: malformed reply (attempt {attempt + 1}): {problem}")
-            attempt_messages = [*messages, *retry.render(error=problem)]
-    errors.append(f"{tag}: no usable reply after {max_retries + 1} attempts")
-    log.errors.extend(errors)
-    return None, errors
+
+    def read(text: str) -> T:
+        obj = first_object(text)
+        if obj is None:
+            raise MalformedReply(f"no JSON object in the reply: {text[:120]!r}")
+        return parse(dict(obj))
+
+    reply = await ask_with(
+        llm,
+        messages,
+        read,
+        prompt=prompt,
+        fmt=response_format,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        max_retries=max_retries,
+        tag=tag,
+        on_response=lambda resp: log.add(resp.usage, resp.latency_s, tag),
+    )
+    log.errors.extend(reply.errors)
+    return reply.value, reply.errors

@@ -88,7 +88,11 @@ class ChatResponse:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """Anything that answers an OpenAI-style chat request asynchronously."""
+    """Anything that answers an OpenAI-style chat request asynchronously.
+
+    ``prompt`` names the prompt the request was rendered from: it travels with the request (usage by
+    prompt, test fakes route on it) and is never sent to the endpoint.
+    """
 
     async def chat(
         self,
@@ -102,6 +106,7 @@ class ChatModel(Protocol):
         max_tokens: int = 512,
         seed: int | None = None,
         top_logprobs: int | None = None,
+        prompt: str | None = None,
     ) -> ChatResponse: ...
 
 
@@ -232,6 +237,7 @@ class CompletionChatModel:
         max_tokens: int = 512,
         seed: int | None = None,
         top_logprobs: int | None = None,
+        prompt: str | None = None,
     ) -> ChatResponse:
         body = build_request(
             self.model,
@@ -246,5 +252,9 @@ class CompletionChatModel:
             top_logprobs=top_logprobs,
         )
         start = time.perf_counter()
-        payload = await self.complete(body)
+        payload = await self.send(body, prompt or "")
         return parse_chat_completion(payload, latency_s=time.perf_counter() - start)
+
+    async def send(self, body: dict[str, Any], prompt: str) -> dict[str, Any]:
+        """Sends ``body``; the prompt's name stays on this side of the wire (a scripted fake reads it)."""
+        return await self.complete(body)

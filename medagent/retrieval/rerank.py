@@ -2,27 +2,22 @@
 
 The paper reranks with gte-Qwen2-7B-instruct quantized to 4 bits; on CPU the same shape runs with mpnet.
 Scores are cosine similarities of normalized embeddings (higher is better); results keep the BEIR shape
-``query_id -> {doc_id: score}`` so fusion, reranking and metrics share one type.
+``query_id -> {doc_id: score}`` so fusion, reranking and metrics share one type. Candidates are the wire's
+``RerankCandidate``, so the deployment hands a request's candidates over as they arrived.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from medagent.api import RerankCandidate
 from medagent.config import RerankerConfig
 
 log = logging.getLogger(__name__)
 TextEncoder = Callable[[list[str], bool], np.ndarray]  # (texts, is_query) -> (n, dim) normalized
-
-
-@dataclass(frozen=True)
-class Candidate:
-    id: str
-    text: str
 
 
 def load_text_encoder(cfg: RerankerConfig) -> TextEncoder:
@@ -76,7 +71,7 @@ class EmbeddingReranker:
         self._encode = encoder or load_text_encoder(cfg)
 
     def rerank_many(
-        self, requests: Sequence[tuple[str, Sequence[Candidate]]], top_r: int | None = None
+        self, requests: Sequence[tuple[str, Sequence[RerankCandidate]]], top_r: int | None = None
     ) -> list[dict[str, float]]:
         """Reranks several queries in two forward passes (all queries, all candidates).
 
@@ -106,6 +101,6 @@ class EmbeddingReranker:
         return out
 
     def rerank(
-        self, query: str, candidates: Sequence[Candidate], top_r: int | None = None
+        self, query: str, candidates: Sequence[RerankCandidate], top_r: int | None = None
     ) -> dict[str, float]:
         return self.rerank_many([(query, candidates)], top_r)[0]

@@ -12,13 +12,13 @@ as its best child.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from medagent.api import Doc
 from medagent.config import to_dataclass
 from medagent.retrieval.config import EmbedderConfig, IndexConfig
 from medagent.retrieval.index import BM25Index, DenseIndex
@@ -31,27 +31,6 @@ MODES = ("dense", "bm25", "hybrid")
 RRF_K = 60  # Cormack et al.'s constant; larger values flatten the contribution of top ranks
 QueryEncoder = Callable[[list[str]], np.ndarray]
 Results = dict[str, dict[str, float]]
-
-
-@dataclass(frozen=True)
-class RetrievedDoc:
-    """A chunk or parent as stored in the index folder.
-
-    Attributes:
-        id: Chunk or parent id (the key in search results).
-        title: Title of its document.
-        content: Text.
-        source: Source label.
-        doc_id: The document it was cut from.
-        parent_id: For a chunk, the unit parent search returns; for a parent, its own parent (or None).
-    """
-
-    id: str
-    title: str
-    content: str
-    source: str
-    doc_id: str
-    parent_id: str | None
 
 
 def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
@@ -147,7 +126,7 @@ class Searcher:
         return np.asarray(self._encoder(texts), dtype=np.float32)
 
     # Lookup -------------------------------------------------------------------------------------------
-    def lookup(self, doc_id: str) -> RetrievedDoc:
+    def lookup(self, doc_id: str) -> Doc:
         """The chunk or parent with this id, from whichever source holds it.
 
         Raises:
@@ -155,13 +134,17 @@ class Searcher:
         """
         return self.documents([doc_id])[0]
 
-    def documents(self, ids: Sequence[str]) -> list[RetrievedDoc]:
+    def documents(self, ids: Sequence[str], scores: Mapping[str, float] | None = None) -> list[Doc]:
         """The chunks or parents with these ids, in order (one store read per source).
+
+        Args:
+            ids: Chunk or parent ids.
+            scores: Each id's score (a ``search`` result); 0.0 for every document when not given.
 
         Raises:
             KeyError: Some ids are in no source (the message names them).
         """
-        found: dict[int, RetrievedDoc] = {}
+        found: dict[int, Doc] = {}
         todo = list(range(len(ids)))
         for source in self.sources:
             if not todo:
@@ -170,7 +153,7 @@ class Searcher:
             rows = store.find([ids[i] for i in todo])
             hits = [(i, int(r)) for i, r in zip(todo, rows, strict=True) if r >= 0]
             for (i, _), row in zip(hits, store.read([r for _, r in hits]), strict=True):
-                found[i] = _doc(row)
+                found[i] = _doc(row, scores[ids[i]] if scores is not None else 0.0)
             todo = [i for i, r in zip(todo, rows, strict=True) if r < 0]
         if todo:
             missing = [ids[i] for i in todo]
@@ -240,5 +223,6 @@ class Searcher:
         return parents
 
 
-def _doc(row: StoredRow) -> RetrievedDoc:
-    return RetrievedDoc(row.id, row.title, row.content, row.source, row.doc_id, row.parent_id)
+def _doc(row: StoredRow, score: float) -> Doc:
+    """The one place a store row becomes the document every later layer uses."""
+    return Doc(row.id, row.source, row.title, row.content, score, row.doc_id, row.parent_id)

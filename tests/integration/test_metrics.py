@@ -80,9 +80,10 @@ def _interview(ray: Any, cluster: ClusterConfig) -> dict[str, Any]:
     """One interview through ``InterviewWorker`` on Ray Data, as ``pipelines.run_interviews`` runs it."""
     from dataclasses import asdict
 
-    from actors.builder import APP, llm_endpoint
+    from actors.builder import APP, LLM_DEPLOYMENT
     from actors.interview_worker import InterviewWorker
     from medagent.interview.transcripts import parse_transcript
+    from medagent.llm.endpoints import HandleEndpoint
 
     agent = HistoryAgentConfig(mode="single_shot", max_tokens_summary=96, max_tokens_assessment=160)
     interview = parse_transcript(TRANSCRIPT, "metrics-T1")
@@ -92,7 +93,7 @@ def _interview(ray: Any, cluster: ClusterConfig) -> dict[str, Any]:
             "agent": asdict(agent),
             "eval": asdict(InterviewEvalConfig(simulator_exchanges=None, red_flag_max_tokens=96)),
             "llm": asdict(SMOL),
-            "llm_endpoint": llm_endpoint(SMOL, cluster, app=APP),
+            "llm_endpoint": HandleEndpoint(APP, LLM_DEPLOYMENT),
         },
         compute=ray.data.ActorPoolStrategy(size=1),
         num_cpus=0.25,

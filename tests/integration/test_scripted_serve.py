@@ -27,7 +27,9 @@ def test_scripted_engine_behind_real_serve_and_a_ray_data_pool(
 ) -> None:
     from ray import serve
 
-    from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app, llm_endpoint
+    from actors.backends import build_llm_app, llm_endpoint
+    from actors.builder import LLM_APP, LLM_ROUTE
+    from medagent.llm.endpoints import Endpoints
     from pipelines.run_benchmark import stream_predictions
 
     serve.run(
@@ -45,7 +47,7 @@ def test_scripted_engine_behind_real_serve_and_a_ray_data_pool(
             ),
         ):
             cfg = RunConfig(agent=agent, llm=SCRIPTED, cluster=cluster)
-            preds = [p for batch in stream_predictions(cfg, QUESTIONS, endpoint, None) for p in batch]
+            preds = [p for batch in stream_predictions(cfg, QUESTIONS, Endpoints(endpoint)) for p in batch]
             assert sorted(p.id for p in preds) == [q.id for q in QUESTIONS]
             # The scripted engine answers "A" to every prompt (the options are listed "(A) a").
             assert all(p.error is None and p.answer == "A" for p in preds), preds

@@ -79,14 +79,15 @@ def vllm_app(ray_cluster: Any, cluster: ClusterConfig) -> Iterator[str]:
     """The pipelines' own deployment of the vLLM application; yields the OpenAI base URL."""
     from ray import serve
 
-    from actors.builder import LLM_APP, llm_endpoint
+    from actors.backends import llm_endpoint
+    from actors.builder import LLM_APP
     from pipelines.common import run_llm_app
 
     clear_serve_apps()  # other modules' applications hold the CPUs the engine needs
     start = time.perf_counter()
     assert run_llm_app(VLLM, cluster)
     print(f"\nvLLM application up in {time.perf_counter() - start:.0f}s")
-    yield llm_endpoint(VLLM, cluster)["base_url"]
+    yield llm_endpoint(VLLM, cluster).base_url
     serve.delete(LLM_APP)
 
 

@@ -39,21 +39,12 @@ class BagOfWordsEmbedder:
         return out
 
 
-def _format_name(body: dict[str, Any]) -> str:
-    fmt = body.get("response_format") or {}
-    return str((fmt.get("json_schema") or {}).get("name", ""))
-
-
 def _user(body: dict[str, Any]) -> str:
     return str(body["messages"][-1]["content"]) if body["messages"] else ""
 
 
-def _all_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m["content"]) for m in body["messages"])
-
-
 class FakeClinician:
-    """A scripted model that plays every history-taking role, keyed on the response format's name.
+    """A scripted model that plays every history-taking role, keyed on the request's prompt tag.
 
     * update: fills the slot named in the doctor's question (``about <slot>``; the opening question fills
       ``symptom``) with the patient's answer unless it says "don't know"; a red flag when the answer
@@ -78,11 +69,10 @@ class FakeClinician:
         self.model = ScriptedChatModel(self)
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        name = _format_name(body)
-        text = _all_text(body)
-        if name == "history_update" or "After each answer" in text:
+        name = body.get("prompt")
+        if name == "history_update":
             return completion(self._update(body))
-        if name == "history_question" or "one short question at a time" in text:
+        if name == "history_question":
             return completion(self._question(body))
         if name == "clinical_summary":
             return completion(json.dumps({"summary": "Adult with cough and fever for three days."}))

@@ -93,21 +93,19 @@ def fenced(name: str, arguments: dict[str, Any], before: str = "", after: str = 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+# The prompt each kind of call is rendered from (the request's tag); any other call is the final answer.
+_KINDS = {
+    "qa_agent": "turn",
+    "qa_relevance": "relevance",
+    "qa_locate": "locate",
+    "qa_compare": "compare",
+    "qa_generate_options": "options",
+}
+
+
 def kind_of(body: dict[str, Any]) -> str:
     """Which call the agent is making: an agent turn, a tool's own call, or the final answer."""
-    fmt = (body.get("response_format") or {}).get("json_schema") or {}
-    if body.get("tools") or fmt.get("name") == "tool_call":  # free or constrained agent turn
-        return "turn"
-    system = body["messages"][0]["content"]
-    for key, kind in (
-        ("You judge whether documents", "relevance"),
-        ("You locate evidence", "locate"),
-        ("You are a medical expert. Compare", "compare"),
-        ("You are a medical expert. Propose", "options"),
-    ):
-        if system.startswith(key):
-            return kind
-    return "final"
+    return _KINDS.get(str(body.get("prompt", "")), "final")
 
 
 class AgentModel(ScriptedChatModel):

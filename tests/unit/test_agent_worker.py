@@ -8,6 +8,7 @@ import pytest
 
 from actors.agent_worker import AgentWorker
 from medagent.config import AgentConfig, LLMConfig
+from medagent.llm.endpoints import HandleEndpoint, HttpEndpoint
 from medagent.types import INVALID, Prediction, Question
 
 
@@ -18,7 +19,7 @@ def _batch(*ids: str) -> dict[str, list[str]]:
 
 def test_endpoint_failure_becomes_error_column_and_batch_goes_on() -> None:
     llm = asdict(LLMConfig(served_name="m", max_retries=0, request_timeout_s=2.0))
-    worker = AgentWorker(asdict(AgentConfig()), llm, {"kind": "http", "base_url": "http://127.0.0.1:9/v1"})
+    worker = AgentWorker(asdict(AgentConfig()), llm, HttpEndpoint("http://127.0.0.1:9/v1"))
     out = asyncio.run(worker(_batch("q1", "q2")))
     assert out["id"] == ["q1", "q2"]
     preds = [Prediction.from_dict(json.loads(s)) for s in out["prediction"]]
@@ -29,7 +30,7 @@ def test_missing_column_names_stage_and_key() -> None:
     worker = AgentWorker(
         asdict(AgentConfig()),
         asdict(LLMConfig(served_name="m")),
-        {"kind": "http", "base_url": "http://127.0.0.1:9/v1"},
+        HttpEndpoint("http://127.0.0.1:9/v1"),
     )
     with pytest.raises(ValueError, match=r"AgentWorker.*'question'"):
         asyncio.run(worker({"id": ["q1"]}))
@@ -38,14 +39,14 @@ def test_missing_column_names_stage_and_key() -> None:
 def test_injected_chat_model_answers_the_batch() -> None:
     from tests.fakes import ScriptedChatModel, completion
 
-    seen: list[tuple[str, dict]] = []
+    seen: list[tuple[str, object]] = []
 
-    def factory(llm: LLMConfig, endpoint: dict) -> ScriptedChatModel:
+    def factory(llm: LLMConfig, endpoint: object) -> ScriptedChatModel:
         seen.append((llm.served_name, endpoint))
         return ScriptedChatModel(lambda body: completion('{"answer": "B"}'))
 
-    worker = AgentWorker(asdict(AgentConfig()), asdict(LLMConfig(served_name="m")), {"kind": "x"},
+    worker = AgentWorker(asdict(AgentConfig()), asdict(LLMConfig(served_name="m")), HandleEndpoint("x", "y"),
                          chat_model_factory=factory)  # fmt: skip
     out = asyncio.run(worker(_batch("q1", "q2")))
     preds = [Prediction.from_dict(json.loads(s)) for s in out["prediction"]]
-    assert [p.answer for p in preds] == ["B", "B"] and seen == [("m", {"kind": "x"})]
+    assert [p.answer for p in preds] == ["B", "B"] and seen == [("m", HandleEndpoint("x", "y"))]

@@ -47,12 +47,12 @@ def test_workers_reach_vllm_through_an_address_not_the_bind_all_host(monkeypatch
     """A worker on a node without a Serve replica has no proxy of its own: it must call the head's."""
     import ray.util
 
-    from actors.builder import llm_endpoint
+    from actors.backends import llm_endpoint
     from medagent.config import ClusterConfig, LLMConfig
 
     monkeypatch.setattr(ray.util, "get_node_ip_address", lambda: "10.0.0.7")
     vllm = LLMConfig(name="big", backend="vllm")
     on_cluster = llm_endpoint(vllm, ClusterConfig(http_host="0.0.0.0", http_port=8000))
-    assert on_cluster["base_url"] == "http://10.0.0.7:8000/llm/v1"
+    assert on_cluster.base_url == "http://10.0.0.7:8000/llm/v1"
     local = llm_endpoint(vllm, ClusterConfig(http_host="127.0.0.1", http_port=8000))
-    assert local["base_url"] == "http://127.0.0.1:8000/llm/v1"
+    assert local.base_url == "http://127.0.0.1:8000/llm/v1"

@@ -86,7 +86,7 @@ def _model(first: dict[str, Any]) -> AgentModel:
     route = model._route
 
     def script(body: dict[str, Any]) -> dict[str, Any]:
-        if "reply with its letter only" in body["messages"][0]["content"]:
+        if body.get("prompt") == "standalone_mc":
             return first  # the standalone prompt: the first answer and its samples
         return route(body)
 

@@ -3,6 +3,7 @@ and its fidelity judge, with scripted models."""
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -15,7 +16,6 @@ from medagent.history.evaluation.metrics import (
     aggregate,
     differential_hit,
     interview_record,
-    lcs_length,
     quote_supports,
     rouge_l,
 )
@@ -40,8 +40,42 @@ IV = parse_transcript(
 )
 
 
+def _rouge_l_by_hand(prediction: str, reference: str) -> float:
+    """The hand-written ROUGE-L that ``rouge_l`` replaced: LCS of lower-cased ``[a-z0-9]+`` tokens."""
+    p, r = re.findall(r"[a-z0-9]+", prediction.lower()), re.findall(r"[a-z0-9]+", reference.lower())
+    prev = [0] * (len(r) + 1)
+    for x in p:
+        cur = [0]
+        for j, y in enumerate(r):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    lcs = prev[-1]
+    return 2 * lcs / (len(p) + len(r)) if lcs else 0.0
+
+
+ROUGE_FIXTURES = [
+    ("a b c d", "a c d b"),
+    ("the cat sat on the mat", "the cat is on the mat"),
+    ("police killed the gunman", "the gunman police killed"),
+    ("", "x"),
+    ("a b", "c d"),
+    ("Fever, COUGH!", "fever cough"),
+    (
+        "we will do a covid swab and you should isolate",
+        "we'll take a swab and you should isolate for 14 days",
+    ),
+    ("most likely asthma; start an inhaler", "it is probably asthma, so we will start a puffer"),
+    ("Swabs taken; isolating. Café-acquired?", "swab taken, isolate: cafe acquired"),
+]
+
+
+def test_rouge_l_equals_the_hand_written_lcs_on_the_fixtures() -> None:
+    for pred, ref in ROUGE_FIXTURES:
+        assert rouge_l(pred, ref) == pytest.approx(_rouge_l_by_hand(pred, ref)), (pred, ref)
+
+
 def test_rouge_l_known_values() -> None:
-    assert lcs_length(["a", "b", "c", "d"], ["a", "c", "d", "b"]) == 3
+    assert rouge_l("a b c d", "a c d b") == pytest.approx(3 / 4)  # LCS 3 of 4 tokens each side
     assert rouge_l("the cat sat on the mat", "the cat is on the mat") == pytest.approx(5 / 6)
     assert rouge_l("police killed the gunman", "the gunman police killed") == pytest.approx(0.5)
     assert rouge_l("", "x") == 0.0 and rouge_l("a b", "c d") == 0.0
@@ -230,12 +264,12 @@ def test_interview_record_and_aggregate() -> None:
 
 
 def _evaluator_llm(body: dict[str, Any]) -> dict[str, Any]:
-    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-    if name == "fidelity":
+    name = body.get("prompt")
+    if name == "history_fidelity":
         return completion('{"label": "supported", "rationale": "in the source"}')
-    if name == "red_flags":
+    if name == "history_red_flags":
         return completion('{"red_flags": [{"id": "haemoptysis", "quote": "a little blood this morning"}]}')
-    assert name is None, name
+    assert name == "history_patient", name
     return completion(
         "A little blood this morning." if "blood" in json.dumps(body) else "I have a dry cough."
     )

@@ -20,6 +20,7 @@ from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.transcripts import Interview, parse_transcript
 from medagent.interview.types import INQUIRY_CATEGORIES, Turn
 from medagent.llm.base import LLMError
+from medagent.llm.endpoints import HttpEndpoint
 from tests.fakes import ScriptedChatModel, completion
 
 SYMPTOMS = Lexicon([("cough", ["coughing"]), ("fever", ["fever"]), ("short of breath", ["dyspnea"])])
@@ -148,7 +149,7 @@ def test_worker_records_endpoint_failures_and_names_missing_columns() -> None:
     worker = AnnotateWorker(
         asdict(AnnotatorConfig(kind="llm")),
         llm,
-        {"kind": "http", "base_url": "http://127.0.0.1:9/v1"},
+        HttpEndpoint("http://127.0.0.1:9/v1"),
         SYMPTOMS,
         DISEASES,
     )

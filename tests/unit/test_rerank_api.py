@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from medagent.api import MAX_QUERY_CHARS, RerankRequest, RetrieveRequest
+from medagent.api import MAX_QUERY_CHARS, RerankCandidate, RerankRequest, RetrieveRequest
 from medagent.config import RerankerConfig
-from medagent.retrieval.rerank import Candidate, EmbeddingReranker
+from medagent.retrieval.rerank import EmbeddingReranker
 
 VOCAB = ["asthma", "inhaler", "knee", "surgery", "fever"]
 
@@ -23,9 +23,9 @@ def test_rerank_orders_by_similarity_and_keeps_top_r() -> None:
 
     rr = EmbeddingReranker(RerankerConfig(top_r=2), encoder=enc)
     cands = [
-        Candidate("k", "knee surgery"),
-        Candidate("a", "asthma inhaler"),
-        Candidate("f", "fever and asthma"),
+        RerankCandidate(id="k", text="knee surgery"),
+        RerankCandidate(id="a", text="asthma inhaler"),
+        RerankCandidate(id="f", text="fever and asthma"),
     ]
     out = rr.rerank_many([("asthma inhaler", cands), ("knee", cands[:1])])
     assert list(out[0]) == ["a", "f"]

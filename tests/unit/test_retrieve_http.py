@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.requests import Request
 
 from actors.retrieval_servers import RetrieverHTTPServer
-from medagent.api import RetrievedDocument, RetrieveRequest, RetrieveResponse
+from medagent.api import Doc, RetrieveRequest, RetrieveResponse
 
 
 class _Searcher:
@@ -30,7 +31,7 @@ class _Server(RetrieverHTTPServer):
 
     async def _batched_search(self, req: RetrieveRequest) -> RetrieveResponse:  # type: ignore[override]
         self.seen.append(req)
-        doc = RetrievedDocument(id="d1", score=1.0, source="pubmed", title="t", content="c", doc_id="d")
+        doc = Doc(id="d1", score=1.0, source="pubmed", title="t", content="c", doc_id="d")
         return RetrieveResponse(query_id=req.query_id, results={"d1": 1.0}, documents=[doc])
 
 
@@ -82,3 +83,33 @@ def test_other_methods_and_paths_are_refused() -> None:
     assert _call(_Server(), "POST", path="/v1/retrieve/", body=b'{"query": "a"}')[0] == 200
     code, out, _ = _call(_Server(), "POST", body=b'{"query": ')
     assert code == 422 and out["detail"][0]["type"] == "json_invalid"
+
+
+def test_the_searchers_documents_reach_the_client_unchanged(tmp_path: Path) -> None:
+    """One document type end to end: the searcher's ``Doc`` goes through the deployment's search, the JSON
+    on the wire and the client, and comes back equal, with the search's scores."""
+    pytest.importorskip("faiss")
+    from medagent.agent.remote_services import RemoteRetriever
+    from medagent.retrieval.search import Searcher
+    from tests.unit._retrieval_fakes import build_tiny_index, fake_encode
+
+    notes = [
+        {"id": "n1", "title": "Aspirin", "content": "aspirin inhibits platelets in acute coronary syndrome"},
+        {"id": "n2", "title": "Insulin", "content": "insulin lowers blood glucose in diabetes"},
+    ]
+    build_tiny_index(tmp_path, {"notes": notes})
+    server = _Server()
+    server.searcher = Searcher(tmp_path, query_encoder=fake_encode)
+    request = RetrieveRequest(query="aspirin platelets", top_k=2)
+    [served] = server._search_group([request], 2, "dense", None, False)
+    ranked = server.searcher.search({"q": "aspirin platelets"}, top_k=2)["q"]
+    assert served.results == ranked and served.documents == server.searcher.documents(list(ranked), ranked)
+
+    async def call(body: dict[str, Any]) -> dict[str, Any]:
+        assert RetrieveRequest.model_validate(body) == request
+        return dict(json.loads(served.model_dump_json()))
+
+    docs = asyncio.run(RemoteRetriever(call).retrieve("aspirin platelets", 2))
+    assert docs == sorted(served.documents, key=lambda d: -d.score)
+    assert [(d.id, d.score) for d in docs] == list(ranked.items())
+    assert (docs[0].doc_id, docs[0].title, docs[0].source) == ("n1", "Aspirin", "notes")

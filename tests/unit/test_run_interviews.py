@@ -69,10 +69,10 @@ def test_serve_config_enables_interview_sessions() -> None:
 
 
 def _evaluator(body: dict[str, Any]) -> dict[str, Any]:
-    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-    if name == "fidelity":
+    name = body.get("prompt")
+    if name == "history_fidelity":
         return completion('{"label": "supported", "rationale": "in the source"}')
-    if name == "red_flags":
+    if name == "history_red_flags":
         return completion('{"red_flags": [{"id": "haemoptysis", "quote": "a little blood this morning"}]}')
     return completion("A little blood this morning." if "blood" in json.dumps(body) else "A dry cough.")
 

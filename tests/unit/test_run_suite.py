@@ -13,6 +13,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from medagent.config import RunConfig, SuiteRunConfig
+from medagent.llm.endpoints import Endpoints, HttpEndpoint
 from medagent.run import ConfigDriftError, RunDir
 from medagent.types import Prediction
 from pipelines.run_benchmark import absolute_paths
@@ -27,6 +28,8 @@ from pipelines.run_suite import (
 )
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
+# What the fake deploy hands to every cell.
+FAKE_LLM = HttpEndpoint("http://fake/v1")
 
 
 def _plan(*overrides: str) -> tuple[SuiteRunConfig, list[Cell]]:
@@ -170,7 +173,7 @@ def _fake_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: str) -> l
     )
 
     def fake_run(cfg: RunConfig, endpoints: object) -> dict[str, object]:
-        assert endpoints == ({"kind": "fake"}, None)  # deployed once, handed to every cell
+        assert endpoints == Endpoints(FAKE_LLM, None)  # deployed once, handed to every cell
         rd = RunDir(str(cfg.run_dir))
         rd.append_predictions([Prediction(id="q0", benchmark="jsonl", answer="A")])
         if str(cfg.run_dir).endswith(fail):
@@ -178,8 +181,8 @@ def _fake_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: str) -> l
         rd.write_json(rd.metrics, {"n": 1, "accuracy": 1.0})
         return {"accuracy": 1.0}
 
-    def fake_deploy(cfg: RunConfig) -> tuple[dict[str, str], None]:
-        return {"kind": "fake"}, None
+    def fake_deploy(needs: object) -> Endpoints:
+        return Endpoints(FAKE_LLM, None)
 
     monkeypatch.setattr(rs, "ray_session", lambda cluster: contextlib.nullcontext())
     monkeypatch.setattr(rs, "deploy", fake_deploy)

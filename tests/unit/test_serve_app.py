@@ -57,7 +57,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...]
         return [*retrieval, ServeApp(main, "/", _STUB.bind())]
 
     monkeypatch.setattr("actors.apps.build_serving_apps", serving)
-    monkeypatch.setattr("actors.builder.build_llm_app", recorder("llm"))
+    monkeypatch.setattr("actors.backends.build_llm_app", recorder("llm"))
     return calls
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from medagent.agent.tools import compare, locate, options, relevance, search  # noqa: F401  (registration)
 from medagent.agent.tools.answer import ANSWER_TOOL
-from medagent.agent.tools.base import MEMORY_KINDS, Tool, ToolContext, ToolResult
+from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 from medagent.agent.tools.registry import TOOLS
 from medagent.agent.tools.search import search_docs
 from medagent.config import AgentConfig
@@ -43,8 +43,6 @@ def mode_tools(cfg: AgentConfig) -> tuple[list[str], str]:
     unknown = [n for n in names if n not in TOOLS or n == ANSWER_TOOL]
     if unknown:
         raise ValueError(f"agent.tools of mode {cfg.mode!r}: unknown {unknown}; known: {TOOLS.names()}")
-    if kind not in MEMORY_KINDS:
-        raise ValueError(f"agent.memory must be one of {MEMORY_KINDS}, got {kind!r}")
     return names, kind
 
 
@@ -125,7 +123,7 @@ async def run_tool(name: str, ctx: ToolContext, args: dict[str, Any]) -> ToolRes
 
 
 __all__ = [
-    "ANSWER_TOOL", "MEMORY_KINDS", "MODE_DEFAULTS", "SPECS", "THOUGHT_CHARS", "TOOLS", "Tool", "ToolContext",
+    "ANSWER_TOOL", "MODE_DEFAULTS", "SPECS", "THOUGHT_CHARS", "TOOLS", "Tool", "ToolContext",
     "ToolResult", "call_schema", "mode_tools", "run_tool", "search_docs", "searches", "tool_names",
     "tool_schemas",
 ]  # fmt: skip

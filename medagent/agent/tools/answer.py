@@ -5,21 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from medagent.agent.tools.base import STR, Tool, ToolContext, ToolResult
-from medagent.agent.tools.registry import TOOLS
+from pydantic import BaseModel, Field
+
+from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 
 ANSWER_TOOL = "final_answer"
 ANSWER_CHARS = 300
 
 
-@TOOLS.register(ANSWER_TOOL)
+class AnswerArgs(BaseModel):
+    answer: str = Field(max_length=ANSWER_CHARS, description="option letter, or a short answer")
+
+
 class FinalAnswer(Tool):
     name = ANSWER_TOOL
     description = "Give the final answer."
-    parameters = {
-        "answer": {**STR, "maxLength": ANSWER_CHARS, "description": "option letter, or a short answer"}
-    }
-    required = ("answer",)
+    args = AnswerArgs
     repeatable = True
 
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:

@@ -1,33 +1,35 @@
-"""What a tool is: a name, an OpenAI function schema, its own prompt, a rule for repeats, and ``run(ctx)``.
+"""What a tool is: a name, an argument model, its own prompt, a rule for repeats, and ``run(ctx)``.
 
 A call the model got wrong (a missing argument, a document that cannot be quoted, a review with nothing
 queued) raises ``ToolError``, which the agent turns into an observation; anything else that raises is a bug
 or a service failure and propagates. Tools that need the model make their own short LLM call through
-``ToolContext.ask``: the documents go to that call as data, and only judgements and verified quotes come
-back into the agent's conversation.
+``ToolContext.ask`` with the prompt's output model (``medagent.llm.structured``): the documents go to that
+call as data, and only judgements and verified quotes come back into the agent's conversation.
+
+A tool class declares ``name``, ``description`` and ``args`` (a pydantic model of its arguments, from which
+its function schema is built) and registers itself in ``TOOLS`` under its name when it is defined; a tool
+without them fails at import.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel
 
 from medagent.agent.episode import Episode
 from medagent.agent.memory import MemoryBank
 from medagent.agent.services import Reranker, Retriever
-from medagent.agent.toolcalls import decode_json
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
+from medagent.llm.structured import args_schema, ask
 from medagent.prompts import load_feedback, load_prompt
+from medagent.registry import Registry
 from medagent.types import Question
 
-STR: dict[str, Any] = {"type": "string"}
-
-# What a search does with its results (``AgentConfig.memory``): queue them for the cache-and-prune review
-# (seed A), put them straight into the conversation (the "w/o Cache & Prune" ablation), or nothing to do.
-MEMORY_KINDS = ("cache_prune", "context", "none")
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass
@@ -52,23 +54,22 @@ class ToolContext:
     reranker: Reranker | None = None
     json_schema: bool = True
 
-    async def ask(self, prompt: str, schema: dict[str, Any], **variables: Any) -> Any:
-        """A tool's own LLM call on ``prompts/<prompt>.yaml``; the decoded JSON reply, or None if not JSON."""
-        fmt = None
-        if self.json_schema:
-            name = prompt.removeprefix("qa_")
-            fmt = {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
-        resp = await self.llm.chat(
+    async def ask(self, prompt: str, output: type[M], **variables: Any) -> M | None:
+        """A tool's own LLM call on ``prompts/<prompt>.yaml``; the reply as ``output``, or None if malformed
+        (the tool then tells the agent it failed)."""
+        reply = await ask(
+            self.llm,
             load_prompt(prompt).render(**variables),
-            response_format=fmt,
+            output,
+            prompt=prompt,
+            schema_name=prompt.removeprefix("qa_"),
+            json_schema_ok=self.json_schema,
             temperature=self.cfg.temperature,
             top_p=self.cfg.top_p,
             max_tokens=self.cfg.tool_max_tokens,
+            on_response=self.rec.llm,
         )
-        self.rec.llm(resp)
-        fence = re.search(r"```(?:json)?\s*(.*?)```", resp.content, re.S)
-        value, err = decode_json(fence.group(1) if fence else resp.content)
-        return None if err else value
+        return reply.value
 
     def say(self, key: str, **variables: Any) -> str:
         """A text for the model from ``prompts/feedback/qa_tools.yaml`` (wording is data, not code)."""
@@ -86,10 +87,11 @@ class Tool:
     """One tool; subclasses set the class attributes and implement ``run``.
 
     Attributes:
-        name: What the model calls.
+        name: What the model calls (and the tool's name in ``TOOLS``).
         description: The function's description in ``tools=`` and the agent's prompt.
-        parameters: JSON-schema properties of its arguments.
-        required: Required argument names.
+        args: The pydantic model of its arguments; a field without a default is required.
+        parameters: JSON-schema properties of its arguments (built from ``args``).
+        required: Required argument names (built from ``args``).
         repeatable: An identical repeat does new work (relevance_analysis opens the next batch each time);
             otherwise an identical repeat of the previous call is refused, not run.
         question_default: Its arguments default to the question being answered, so a constrained call
@@ -99,22 +101,32 @@ class Tool:
 
     name: ClassVar[str]
     description: ClassVar[str]
+    args: ClassVar[type[BaseModel]]
     parameters: ClassVar[dict[str, Any]] = {}
     required: ClassVar[tuple[str, ...]] = ()
     repeatable: ClassVar[bool] = False
     question_default: ClassVar[bool] = False
     searches: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        missing = [a for a in ("name", "description", "args") if a not in cls.__dict__]
+        if missing:
+            raise TypeError(f"tool class {cls.__name__} must set {missing}")
+        if not (isinstance(cls.args, type) and issubclass(cls.args, BaseModel)):
+            raise TypeError(f"{cls.__name__}.args must be a pydantic model, got {cls.args!r}")
+        props, required = args_schema(cls.args)
+        cls.parameters, cls.required = props, tuple(required)
+        TOOLS.add(cls.name, cls)
+
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         raise NotImplementedError
 
 
-def obj(**props: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+class NoArgs(BaseModel):
+    """The arguments of a tool that takes none."""
 
 
-def arr(items: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "array", "items": items}
-
+TOOLS: Registry[type[Tool]] = Registry("tool")
 
 ToolClass = Callable[[], Tool]

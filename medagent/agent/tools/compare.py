@@ -4,22 +4,46 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field, model_validator
+
 from medagent.agent.toolargs import ToolError, options_arg, text_arg
-from medagent.agent.tools.base import STR, Tool, ToolContext, ToolResult, arr, obj
-from medagent.agent.tools.registry import TOOLS
+from medagent.agent.tools.base import Tool, ToolContext, ToolResult
+from medagent.llm.structured import Output, Text
 
 QUESTION_CHARS = 4000
 
 
-@TOOLS.register("perform_comparison")
+class CompareArgs(BaseModel):
+    question: str = Field(max_length=QUESTION_CHARS)
+    options: Any = Field(None, description="letter -> option", json_schema_extra={"type": "object"})
+
+
+class ComparisonRow(Output):
+    option: Text = "?"
+    supporting: Text = ""
+    against: Text = ""
+    verdict: Text = "?"
+
+
+class CompareReply(Output):
+    """``qa_compare``'s reply; a bare list of rows is read as the comparison, rows that are no object dropped."""
+
+    comparison: list[ComparisonRow]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _variants(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            value = {"comparison": value}
+        if isinstance(value, dict) and isinstance(value.get("comparison"), list):
+            value = {**value, "comparison": [r for r in value["comparison"] if isinstance(r, dict)]}
+        return value
+
+
 class PerformComparison(Tool):
     name = "perform_comparison"
     description = "Compare every answer option with the findings in the question (structured)."
-    parameters = {
-        "question": {**STR, "maxLength": QUESTION_CHARS},
-        "options": {"type": "object", "description": "letter -> option"},
-    }
-    required = ("question",)
+    args = CompareArgs
     question_default = True
 
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -32,15 +56,10 @@ class PerformComparison(Tool):
             options = options_arg(given)
         if not options:
             raise ToolError(ctx.say("compare_no_options"))
-        schema = obj(comparison=arr(obj(option=STR, supporting=STR, against=STR, verdict=STR)))
-        value = await ctx.ask("qa_compare", schema, question=question, options=options)
-        rows = value.get("comparison") if isinstance(value, dict) else value
-        if not isinstance(rows, list) or not rows:
+        reply = await ctx.ask("qa_compare", CompareReply, question=question, options=options)
+        if reply is None or not reply.comparison:
             return ToolResult(ctx.say("compare_failed"), {"rows": 0})
         lines = [
-            f"({r.get('option', '?')}) {r.get('verdict', '?')}: for: {r.get('supporting', '')}; "
-            f"against: {r.get('against', '')}"
-            for r in rows
-            if isinstance(r, dict)
+            f"({r.option}) {r.verdict}: for: {r.supporting}; against: {r.against}" for r in reply.comparison
         ]
         return ToolResult(ctx.say("compare_result", lines="\n".join(lines)), {"rows": len(lines)})

@@ -2,28 +2,64 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, model_validator
 
 from medagent.agent.memory import Evidence, verify_quote
 from medagent.agent.render import documents_block, escape_data, evidence_block
-from medagent.agent.toolargs import ToolError, doc_handles, quotes
-from medagent.agent.tools.base import STR, Tool, ToolContext, ToolResult, arr, obj
-from medagent.agent.tools.registry import TOOLS
+from medagent.agent.toolargs import ToolError, doc_handles
+from medagent.agent.tools.base import Tool, ToolContext, ToolResult
+from medagent.llm.structured import Output, Text
 
 
-@TOOLS.register("locate_evidence")
+class LocateArgs(BaseModel):
+    doc_ids: list[Annotated[str, Field(max_length=8)]] = Field(max_length=8, description='e.g. ["D1", "D3"]')
+
+
+class Quote(Output):
+    id: Text
+    quote: Text
+
+
+class LocateReply(Output):
+    """``qa_locate``'s reply, read from the shapes small models write: ``quotes`` for ``evidence``, ``doc_id``
+    for ``id``, ``text`` or a list of quotes for ``quote``, a bare list of items."""
+
+    evidence: list[Quote]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _variants(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            value = value.get("evidence", value.get("quotes", []))
+        out = []
+        for item in value if isinstance(value, list) else []:
+            if not isinstance(item, dict):
+                continue
+            ident = item.get("id", item.get("doc_id"))
+            found = item.get("quote", item.get("quotes", item.get("text")))
+            for quote in found if isinstance(found, list) else [found]:
+                if isinstance(quote, str) and quote.strip() and ident is not None:
+                    out.append(
+                        {"id": ident if isinstance(ident, str) else str(ident), "quote": quote.strip()}
+                    )
+        return {"evidence": out}
+
+    def pairs(self, allowed: list[str]) -> list[tuple[str, str]]:
+        """``(handle, quote)`` for the quotes of ``allowed`` documents."""
+        out = []
+        for e in self.evidence:
+            ids = doc_handles(e.id)
+            if ids and ids[0] in allowed:
+                out.append((ids[0], e.quote))
+        return out
+
+
 class LocateEvidence(Tool):
     name = "locate_evidence"
     description = "Quote the supporting passages of reviewed documents; the quotes are kept in memory."
-    parameters = {
-        "doc_ids": {
-            "type": "array",
-            "items": {**STR, "maxLength": 8},
-            "maxItems": 8,
-            "description": 'e.g. ["D1", "D3"]',
-        }
-    }
-    required = ("doc_ids",)
+    args = LocateArgs
 
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         memory = ctx.memory
@@ -41,16 +77,16 @@ class LocateEvidence(Tool):
             pending = str(memory.pending) if memory.pending else "none; call relevance_analysis"
             raise ToolError(ctx.say("locate_not_reviewable", wanted=str(wanted), pending=pending))
         docs = [(h, memory.doc(h)) for h in ok]
-        value = await ctx.ask(
+        reply = await ctx.ask(
             "qa_locate",
-            obj(evidence=arr(obj(id=STR, quote=STR))),
+            LocateReply,
             question=ctx.question.text,
             options=ctx.options(),
             documents=documents_block(docs, ctx.cfg.doc_max_chars),
         )
         cached: list[Evidence] = []
         unverified: list[Evidence] = []
-        for h, quote in quotes(value, ok):
+        for h, quote in reply.pairs(ok) if reply is not None else []:
             ev = memory.cache(h, quote, verify_quote(quote, memory.doc(h)))
             (cached if ev.verified else unverified).append(ev)
         parts = [

@@ -4,29 +4,46 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field, model_validator
+
 from medagent.agent.toolargs import text_arg
-from medagent.agent.tools.base import STR, Tool, ToolContext, ToolResult, arr, obj
+from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 from medagent.agent.tools.compare import QUESTION_CHARS
-from medagent.agent.tools.registry import TOOLS
+from medagent.llm.structured import Output
 
 
-@TOOLS.register("generate_options")
+class OptionsArgs(BaseModel):
+    question: str = Field(max_length=QUESTION_CHARS)
+
+
+class OptionsReply(Output):
+    """``qa_generate_options``'s reply; a bare list is read as the options, blank or non-text items dropped."""
+
+    options: list[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _variants(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            value = {"options": value}
+        if isinstance(value, dict) and isinstance(value.get("options"), list):
+            found = [s.strip() for s in value["options"] if isinstance(s, str) and s.strip()]
+            value = {**value, "options": found}
+        return value
+
+
 class GenerateOptions(Tool):
     name = "generate_options"
     description = "Propose candidate answers to an open-ended question."
-    parameters = {"question": {**STR, "maxLength": QUESTION_CHARS}}
-    required = ("question",)
+    args = OptionsArgs
     question_default = True
 
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         question = text_arg(args, "question", default=ctx.question.text)
-        value = await ctx.ask(
-            "qa_generate_options", obj(options=arr(STR)), question=question, n_options=ctx.cfg.n_options
+        reply = await ctx.ask(
+            "qa_generate_options", OptionsReply, question=question, n_options=ctx.cfg.n_options
         )
-        items = value.get("options") if isinstance(value, dict) else value
-        found = (
-            [s.strip() for s in items if isinstance(s, str) and s.strip()] if isinstance(items, list) else []
-        )
+        found = reply.options if reply is not None else []
         memory = ctx.memory
         for c in found:
             if c not in memory.candidates:

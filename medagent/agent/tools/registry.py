@@ -1,8 +1,7 @@
-"""The tools by name: each tool module registers its class here when ``medagent.agent.tools`` imports it."""
+"""The tools by name: each tool class registers itself in ``TOOLS`` when its module is imported."""
 
 from __future__ import annotations
 
-from medagent.agent.tools.base import Tool
-from medagent.registry import Registry
+from medagent.agent.tools.base import TOOLS
 
-TOOLS: Registry[type[Tool]] = Registry("tool")
+__all__ = ["TOOLS"]

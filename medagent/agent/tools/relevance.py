@@ -2,19 +2,69 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import WithJsonSchema, model_validator
 
 from medagent.agent.memory import Judgement
 from medagent.agent.render import documents_block, escape_data
-from medagent.agent.toolargs import ToolError, judgements
-from medagent.agent.tools.base import STR, Tool, ToolContext, ToolResult, arr, obj
-from medagent.agent.tools.registry import TOOLS
+from medagent.agent.toolargs import ToolError, doc_handles
+from medagent.agent.tools.base import NoArgs, Tool, ToolContext, ToolResult
+from medagent.llm.structured import Output, Text
+
+_LISTS = ("judgements", "documents", "results")
 
 
-@TOOLS.register("relevance_analysis")
+class Judged(Output):
+    id: Text
+    # None: the model gave no readable verdict (the document is then recorded as "no verdict").
+    relevant: Annotated[bool | None, WithJsonSchema({"type": "boolean"})]
+    reason: Text
+
+
+class RelevanceReply(Output):
+    """``qa_relevance``'s reply, read from the shapes small models write: a ``{id: verdict}`` mapping,
+    ``documents``/``results`` for ``judgements``, ``doc_id``, ``relevance``, verdicts as "yes"/"no"."""
+
+    judgements: list[Judged]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _variants(cls, value: Any) -> Any:
+        if isinstance(value, dict) and not any(k in value for k in _LISTS):
+            value = [{"id": k, "relevant": v} for k, v in value.items()]
+        elif isinstance(value, dict):
+            value = next(value[k] for k in _LISTS if k in value)
+        out = []
+        for item in value if isinstance(value, list) else []:
+            if not isinstance(item, dict):
+                continue
+            verdict = item.get("relevant", item.get("relevance"))
+            if isinstance(verdict, str):
+                low = verdict.strip().lower()
+                verdict = True if low in ("yes", "true", "relevant") else False if low else None
+            ident = item.get("id", item.get("doc_id"))
+            out.append({
+                "id": "" if ident is None else ident if isinstance(ident, str) else str(ident),
+                "relevant": verdict if isinstance(verdict, bool) else None,
+                "reason": str(item.get("reason", ""))[:300],
+            })  # fmt: skip
+        return {"judgements": out}
+
+    def by_handle(self, batch: list[str]) -> dict[str, tuple[bool | None, str]]:
+        """Verdict and reason by handle, for the documents of ``batch`` (the last word on one wins)."""
+        out: dict[str, tuple[bool | None, str]] = {}
+        for j in self.judgements:
+            ids = doc_handles(j.id)
+            if ids and ids[0] in batch:
+                out[ids[0]] = (j.relevant, j.reason)
+        return out
+
+
 class RelevanceAnalysis(Tool):
     name = "relevance_analysis"
     description = "Review the next batch of queued documents and judge whether each is relevant."
+    args = NoArgs
     repeatable = True  # each call opens the next batch
 
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -25,15 +75,14 @@ class RelevanceAnalysis(Tool):
         if not batch:
             raise ToolError(ctx.say("review_empty"))
         docs = [(h, memory.doc(h)) for h in batch]
-        schema = obj(judgements=arr(obj(id=STR, relevant={"type": "boolean"}, reason=STR)))
-        value = await ctx.ask(
+        reply = await ctx.ask(
             "qa_relevance",
-            schema,
+            RelevanceReply,
             question=ctx.question.text,
             options=ctx.options(),
             documents=documents_block(docs, ctx.cfg.doc_max_chars),
         )
-        verdicts = judgements(value, batch)
+        verdicts = reply.by_handle(batch) if reply is not None else {}
         lines = []
         for h, d in docs:
             relevant, reason = verdicts.get(h, (None, ""))

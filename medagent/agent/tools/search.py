@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from medagent.agent.episode import Episode
 from medagent.agent.render import documents_block
 from medagent.agent.services import Doc, Reranker, Retriever
 from medagent.agent.toolargs import ToolError, text_arg
-from medagent.agent.tools.base import STR, Tool, ToolContext, ToolResult
-from medagent.agent.tools.registry import TOOLS
+from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 from medagent.config import AgentConfig
 
 QUERY_CHARS = 300
@@ -31,12 +32,14 @@ async def search_docs(
     return ranked[:top_r]
 
 
-@TOOLS.register("enable_search")
+class SearchArgs(BaseModel):
+    query: str = Field(max_length=QUERY_CHARS, description="a focused search query")
+
+
 class EnableSearch(Tool):
     name = "enable_search"
     description = "Search the medical literature; the top documents are queued for review."
-    parameters = {"query": {**STR, "maxLength": QUERY_CHARS, "description": "a focused search query"}}
-    required = ("query",)
+    args = SearchArgs
     searches = True
 
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:

@@ -87,6 +87,7 @@ async def summarise(
         llm,
         messages,
         summary_parser,
+        prompt="clinical_summary",
         tag=tag,
         log=log,
         response_format=json_format("clinical_summary", obj_schema({"summary": string(1500)}))
@@ -195,6 +196,7 @@ async def assess(
         llm,
         messages,
         lambda obj: parse_assessment(obj, set(ids), cite_errors),
+        prompt="history_assessment",
         tag="assessment",
         log=log,
         response_format=assessment_schema(ids, cfg.max_hypotheses) if cfg.json_schema else None,

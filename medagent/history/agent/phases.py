@@ -43,9 +43,6 @@ from medagent.history.agent.value import InformationModel, SlotValue
 from medagent.interview.order import load_priorities
 from medagent.interview.types import INQUIRY_CATEGORIES
 
-PRIORITY_CHOICES = ("paper", "physician")
-POLICY_CHOICES = ("order", "information")
-
 
 @dataclass(frozen=True)
 class Rules:
@@ -70,10 +67,6 @@ class Rules:
         Raises:
             ValueError: Unknown ``priorities`` choice, slot name or category in the config.
         """
-        if cfg.priorities not in PRIORITY_CHOICES:
-            raise ValueError(f"agent.priorities must be one of {PRIORITY_CHOICES}, got {cfg.priorities!r}")
-        if cfg.policy not in POLICY_CHOICES:
-            raise ValueError(f"agent.policy must be one of {POLICY_CHOICES}, got {cfg.policy!r}")
         if cfg.slots_per_pass is not None and cfg.slots_per_pass < 1:
             raise ValueError(f"agent.slots_per_pass must be >= 1 or null, got {cfg.slots_per_pass}")
         pr = load_priorities(cfg.priorities_file)

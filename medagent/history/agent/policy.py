@@ -128,6 +128,7 @@ class QuestionPolicy:
             self.llm,
             messages,
             parse_question,
+            prompt="history_question",
             tag=f"turn {state.turn} question ({slot})",
             log=log,
             response_format=question_schema() if self.cfg.json_schema else None,

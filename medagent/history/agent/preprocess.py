@@ -175,6 +175,7 @@ async def preprocess(llm: ChatModel, state: InterviewState, cfg: HistoryAgentCon
         llm,
         messages,
         lambda obj: parse_update(obj, cfg, patient_lines),
+        prompt="history_update",
         tag=f"turn {state.turn} update",
         log=log,
         response_format=update_schema(cfg) if cfg.json_schema else None,

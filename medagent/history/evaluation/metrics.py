@@ -1,7 +1,7 @@
 """Interview metrics: one record per interview, and their aggregate.
 
-* **ROUGE-L F1** (``rouge_l``): longest common subsequence of lower-cased ``[a-z0-9]+`` tokens (the
-  tokenisation of Google's ``rouge-score`` without stemming), ``F = 2PR / (P + R)``.
+* **ROUGE-L F1** (``rouge_l``): Google's ``rouge-score`` ``rougeL`` F-measure without stemming (longest
+  common subsequence of lower-cased ``[a-z0-9]+`` tokens, ``F = 2PR / (P + R)``).
 * **BERTScore F1** (``BertScorer``): the ``bert-score`` package on a local model folder resolved by
   ``medagent.models`` (the PyPI-shipped all-mpnet-base-v2, layer 8, no baseline rescaling; MODELS.md).
 * Both against the physician's closing statement (``reference``); interviews without a usable statement are
@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -51,28 +52,20 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-    if len(a) < len(b):
-        a, b = b, a
-    prev = [0] * (len(b) + 1)
-    for x in a:
-        cur = [0]
-        for j, y in enumerate(b):
-            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
-        prev = cur
-    return prev[-1]
+@functools.cache
+def _rouge_l_scorer() -> Any:
+    # Imported on first score: rouge-score pulls in nltk (about 1.5 s), which importers that never score
+    # (the record and report types) should not pay.
+    from rouge_score.rouge_scorer import RougeScorer
+
+    # No stemming: the reported ROUGE-L values (docs/results) were computed on unstemmed tokens, and
+    # rouge-score's Porter stemmer would merge forms such as "swab"/"swabs" and move them.
+    return RougeScorer(["rougeL"], use_stemmer=False)
 
 
 def rouge_l(prediction: str, reference: str) -> float:
-    """ROUGE-L F1 of two texts (0 when either is empty)."""
-    p, r = tokens(prediction), tokens(reference)
-    if not p or not r:
-        return 0.0
-    lcs = lcs_length(p, r)
-    if lcs == 0:
-        return 0.0
-    precision, recall = lcs / len(p), lcs / len(r)
-    return 2 * precision * recall / (precision + recall)
+    """ROUGE-L F1 of two texts (0 when either has no token)."""
+    return float(_rouge_l_scorer().score(reference, prediction)["rougeL"].fmeasure)
 
 
 class BertScorer:
@@ -137,6 +130,7 @@ class RedFlagExtractor:
                     transcript=render_turns(chunk), red_flag_definitions=self.red_flags
                 ),
                 self._parse,
+                prompt="history_red_flags",
                 tag=f"red flags (turns {chunk[0].index}-{chunk[-1].index})",
                 log=log,
                 response_format=fmt if self.json_schema else None,

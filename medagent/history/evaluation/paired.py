@@ -6,7 +6,8 @@ reference statement), so the unit of analysis is the interview: for each metric 
 metric applicable to both), and summarised as
 
 * the mean difference with a **bootstrap 95 % CI**: interviews resampled with replacement
-  (``n_boot`` resamples, seeded), percentile interval of the resampled mean differences;
+  (``n_boot`` resamples, seeded), BCa interval of the resampled mean differences, percentile where BCa
+  is undefined (``medagent.eval.stats``);
 * the **Wilcoxon signed-rank p** (two-sided, scipy, zero differences dropped as in Wilcoxon's original
   treatment, exact distribution for small n without ties, normal approximation otherwise); None when every
   difference is 0 or fewer than 2 pairs remain.
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import wilcoxon
 
+from medagent.eval.stats import bootstrap_ci
 from medagent.history.evaluation.metrics import InterviewRecord
 
 PAIRED_METRICS = (
@@ -63,17 +65,6 @@ class PairedDifference:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def bootstrap_ci(
-    diffs: Sequence[float], n_boot: int = 10_000, seed: int = 0, level: float = 0.95
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``diffs`` (resampling the pairs)."""
-    d = np.asarray(diffs, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(d.size, size=(n_boot, d.size))].mean(axis=1)
-    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
 
 
 def wilcoxon_p(diffs: Sequence[float]) -> float | None:

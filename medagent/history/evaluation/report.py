@@ -292,7 +292,7 @@ def write_report(
         lines += [
             "## Paired differences (same interviews)",
             "",
-            "B - A per interview over the interviews both arms scored; mean with a percentile bootstrap 95% CI "
+            "B - A per interview over the interviews both arms scored; mean with a bootstrap 95% CI (BCa) "
             "(pairs resampled) and the two-sided Wilcoxon signed-rank p (zero differences dropped). The "
             "per-interview values are in paired.csv. `single_shot:full` reads the physician's whole "
             "interview: an oracle upper bound, not the baseline (`single_shot:opening`).",

@@ -6,7 +6,7 @@ track red flags) -> record.
 BERTScore is not computed here: it runs once over all records (``metrics.add_bertscore``) so the scorer
 model loads once per run, not per actor.
 
-What the single-shot agent reads is its ``context`` (``CONTEXTS``): ``opening`` gives it no transcript, so
+What the single-shot agent reads is its ``context`` (``SummaryContext``): ``opening`` gives it no transcript, so
 it asks the simulated patient the opening question once and assesses from that answer (the baseline of the
 paper, Jabbar et al.: the presenting complaint, no follow-up questions); ``full`` hands it the physician's visible interview (an
 oracle: the physician already asked everything); ``transcript_run`` hands it the transcript of the amq
@@ -31,8 +31,6 @@ from medagent.history.simulation.simulator import FidelityJudge, PatientSimulato
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import ChatModel
 
-CONTEXTS = ("opening", "full", "transcript_run")
-
 
 def arm_name(cfg: HistoryAgentConfig) -> str:
     """The arm of the comparison a config runs, e.g. ``single_shot:opening``, ``amq:no_retrieval``.
@@ -55,17 +53,15 @@ def baseline_transcript(cfg: HistoryAgentConfig, seen: str, own_transcript: str 
     """The transcript the single-shot agent summarises under ``cfg.context`` (None: ask the opening once).
 
     Raises:
-        ValueError: Unknown context, or ``transcript_run`` without the amq transcript of this interview.
+        ValueError: ``transcript_run`` without the amq transcript of this interview.
     """
     if cfg.context == "opening":
         return None
     if cfg.context == "full":
         return seen
-    if cfg.context == "transcript_run":
-        if not own_transcript:
-            raise ValueError("context=transcript_run needs the amq run's transcript of this interview")
-        return own_transcript
-    raise ValueError(f"agent.context must be one of {CONTEXTS}, got {cfg.context!r}")
+    if not own_transcript:  # context == transcript_run
+        raise ValueError("context=transcript_run needs the amq run's transcript of this interview")
+    return own_transcript
 
 
 def closing_rule(cfg: InterviewEvalConfig) -> ClosingRule:

@@ -100,6 +100,7 @@ class PatientSimulator:
             messages,
             temperature=self.cfg.simulator_temperature,
             max_tokens=self.cfg.simulator_max_tokens,
+            prompt="history_patient",
         )
         self.calls.add(resp.usage, resp.latency_s, "patient")
         text = " ".join(resp.content.split()).removeprefix("Patient:").removeprefix("You:").strip()
@@ -166,6 +167,7 @@ class FidelityJudge:
                 source=self.context_for(exchange), question=exchange.question, answer=exchange.answer
             ),
             parse_label,
+            prompt="history_fidelity",
             tag="fidelity judge",
             log=log,
             response_format=fmt if self.json_schema else None,

@@ -22,24 +22,24 @@ Per interview:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from medagent.agent.answers import parse_json_object
+from pydantic import Field, ValidationInfo, WithJsonSchema, create_model, field_validator
+
 from medagent.config import AnnotatorConfig
 from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.annotate.questions import question_text
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import INQUIRY_CATEGORIES, Annotation, QuestionAnnotation, Turn
 from medagent.llm.base import ChatModel, LLMError
+from medagent.llm.structured import MalformedReply, Output, ask, enum_str, parse, response_format
 from medagent.prompts import load_prompt
+
+__all__ = ["Extraction", "LLMAnnotator", "MalformedReply", "chunk_turns", "extraction_schema", "parse_reply"]
 
 CHARS_PER_TOKEN = 4
 TURN_OVERHEAD_TOKENS = 6
 _KEYS = ("positive_findings", "negative_findings", "diagnoses", "question_categories")
-
-
-class MalformedReply(ValueError):
-    """The model's reply is not a JSON object of the requested shape."""
 
 
 def estimate_tokens(turn: Turn) -> int:
@@ -70,40 +70,65 @@ def render_transcript(turns: Sequence[Turn]) -> str:
     return "\n".join(f"[{t.index}] {t.speaker.capitalize()}: {t.text}" for t in turns)
 
 
+class Extraction(Output):
+    """One chunk's reply. Names and categories outside the allowed sets pass validation: the annotator maps
+    or drops them and records it (a constrained backend never sends one)."""
+
+    positive_findings: list[str]
+    negative_findings: list[str]
+    diagnoses: list[str]
+    question_categories: dict[str, Any]
+
+    @field_validator("positive_findings", "negative_findings", "diagnoses", mode="before")
+    @classmethod
+    def _strings(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+            raise ValueError(f"{info.field_name} must be a list of strings")
+        return value
+
+    @field_validator("question_categories", mode="before")
+    @classmethod
+    def _categories(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError("question_categories must be an object mapping turn numbers to categories")
+        return value
+
+
+def extraction_model(
+    symptom_names: Sequence[str], question_turns: Sequence[int], max_findings: int, max_diagnoses: int
+) -> type[Extraction]:
+    """``Extraction`` with the schema of one chunk: names from the vocabulary, a category for every question
+    turn, lists capped so a reply stays short (the caps shape decoding, they are not checked on reading)."""
+    name: Any = enum_str(symptom_names)
+    names: Any = Annotated[list[name], Field(json_schema_extra={"maxItems": max_findings})]  # type: ignore[valid-type]
+    categories = {"type": "string", "enum": list(INQUIRY_CATEGORIES)}
+    by_turn = {
+        "type": "object",
+        "properties": {str(t): categories for t in question_turns},
+        "required": [str(t) for t in question_turns],
+        "additionalProperties": False,
+    }
+    fields: dict[str, Any] = {
+        "positive_findings": (names, ...),
+        "negative_findings": (names, ...),
+        "diagnoses": (
+            Annotated[
+                list[Annotated[str, Field(json_schema_extra={"maxLength": 80})]],
+                Field(json_schema_extra={"maxItems": max_diagnoses}),
+            ],
+            ...,
+        ),
+        "question_categories": (Annotated[dict[str, Any], WithJsonSchema(by_turn)], ...),
+    }
+    return create_model("ChunkExtraction", __base__=Extraction, **fields)
+
+
 def extraction_schema(
     symptom_names: Sequence[str], question_turns: Sequence[int], max_findings: int, max_diagnoses: int
 ) -> dict[str, Any]:
     """The ``response_format`` for one chunk."""
-    names = {
-        "type": "array",
-        "items": {"type": "string", "enum": list(symptom_names)},
-        "maxItems": max_findings,
-    }
-    categories = {"type": "string", "enum": list(INQUIRY_CATEGORIES)}
-    schema = {
-        "type": "object",
-        "properties": {
-            "positive_findings": names,
-            "negative_findings": names,
-            "diagnoses": {
-                "type": "array",
-                "items": {"type": "string", "maxLength": 80},
-                "maxItems": max_diagnoses,
-            },
-            "question_categories": {
-                "type": "object",
-                "properties": {str(t): categories for t in question_turns},
-                "required": [str(t) for t in question_turns],
-                "additionalProperties": False,
-            },
-        },
-        "required": list(_KEYS),
-        "additionalProperties": False,
-    }
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "interview_annotation", "strict": True, "schema": schema},
-    }
+    model = extraction_model(symptom_names, question_turns, max_findings, max_diagnoses)
+    return response_format("interview_annotation", model)
 
 
 def parse_reply(text: str) -> dict[str, Any]:
@@ -112,19 +137,7 @@ def parse_reply(text: str) -> dict[str, Any]:
     Raises:
         MalformedReply: Not a JSON object, a key missing, or a value of the wrong type.
     """
-    obj = parse_json_object(text)
-    if obj is None:
-        raise MalformedReply(f"no JSON object in the reply: {text[:120]!r}")
-    missing = [k for k in _KEYS if k not in obj]
-    if missing:
-        raise MalformedReply(f"keys missing: {missing}")
-    for key in _KEYS[:3]:
-        value = obj[key]
-        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-            raise MalformedReply(f"{key} must be a list of strings")
-    if not isinstance(obj["question_categories"], dict):
-        raise MalformedReply("question_categories must be an object mapping turn numbers to categories")
-    return dict(obj)
+    return parse(Extraction, text).model_dump()
 
 
 class LLMAnnotator:
@@ -157,7 +170,6 @@ class LLMAnnotator:
         self.symptom_names = symptoms.canonical_names()
         self._known = set(self.symptom_names)
         self.prompt = load_prompt(cfg.prompt)
-        self.retry_prompt = load_prompt(cfg.retry_prompt)
 
     async def _ask(
         self, chunk: Sequence[Turn], q_turns: list[int], errors: list[str], tag: str
@@ -170,35 +182,30 @@ class LLMAnnotator:
             categories=list(INQUIRY_CATEGORIES),
             question_turns=q_turns,
         )
-        fmt = (
-            extraction_schema(self.symptom_names, q_turns, self.cfg.max_findings, self.cfg.max_diagnoses)
-            if self.json_schema
-            else None
-        )
-        messages = base
-        for attempt in range(self.cfg.max_retries + 1):
-            try:
-                resp = await self.llm.chat(
-                    messages,
-                    response_format=fmt,
-                    temperature=self.cfg.temperature,
-                    max_tokens=self.cfg.max_tokens,
-                )
-            except LLMError as exc:
-                errors.append(f"{tag}: LLMError: {exc}; chunk left empty")
-                return None
-            try:
-                return parse_reply(resp.content)
-            except MalformedReply as exc:
-                problem = str(exc)
-                if resp.finish_reason == "length":
-                    problem += f" (reply cut at max_tokens={self.cfg.max_tokens}: raise it or lower max_chunk_tokens)"
-                errors.append(f"{tag}: malformed reply (attempt {attempt + 1}): {problem}")
-                # The error (which quotes the reply's start) is the observation; the full reply is not echoed
-                # back, so a retry costs a few dozen tokens of context, not another max_tokens.
-                messages = [*base, *self.retry_prompt.render(error=problem)]
-        errors.append(f"{tag}: no usable reply after {self.cfg.max_retries + 1} attempts; chunk left empty")
-        return None
+        output = extraction_model(self.symptom_names, q_turns, self.cfg.max_findings, self.cfg.max_diagnoses)
+        try:
+            reply = await ask(
+                self.llm,
+                base,
+                output,
+                prompt=self.cfg.prompt,
+                schema_name="interview_annotation",
+                json_schema_ok=self.json_schema,
+                temperature=self.cfg.temperature,
+                max_tokens=self.cfg.max_tokens,
+                max_retries=self.cfg.max_retries,
+                tag=tag,
+                retry_prompt=self.cfg.retry_prompt,
+                cut_hint=": raise it or lower max_chunk_tokens",
+            )
+        except LLMError as exc:
+            errors.append(f"{tag}: LLMError: {exc}; chunk left empty")
+            return None
+        errors.extend(reply.errors)
+        if reply.value is None:
+            errors[-1] += "; chunk left empty"
+            return None
+        return reply.value.model_dump()
 
     def _names(self, values: list[str], errors: list[str], tag: str) -> list[str]:
         out: list[str] = []
