@@ -18,7 +18,7 @@ is a few microseconds (Ray aggregates in-process and exports every few seconds),
 retrieve route.
 
 Where each metric is recorded:
-    questions (with accuracy)   driver, ``pipelines.run_benchmark`` (``RunMeter``: golds live only there)
+    questions (with accuracy)   driver, ``pipelines.benchmark_run`` (``RunMeter``: golds live only there)
     tool_calls, memory_bank     ``actors.agent_worker`` (from the prediction's trace and the memory bank)
     llm_latency, llm_tokens     ``MeteredChatModel``, wrapped round every worker's LLM client
     retrieval_latency           ``actors.retrieval_servers.RetrieverServer`` (each search request)

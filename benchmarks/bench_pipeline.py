@@ -35,12 +35,12 @@ from medagent.data import load_benchmark  # noqa: E402
 from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings  # noqa: E402
 from medagent.models import resolve_model  # noqa: E402
 from medagent.types import Prediction, Question  # noqa: E402
+from pipelines.benchmark_run import stream_predictions  # noqa: E402
 from pipelines.common import (  # noqa: E402
     deploy,  # noqa: E402
     ray_session,
     register_configs,
 )
-from pipelines.run_benchmark import stream_predictions  # noqa: E402
 
 
 def _config(args: argparse.Namespace) -> RunConfig:

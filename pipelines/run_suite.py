@@ -5,7 +5,7 @@ cells exactly as ``run_benchmark -m`` would expand it, and each cell's ``RunConf
 ``conf/config.yaml`` with the same overrides, so every cell writes to the run dir the multirun would use.
 Ray starts once, the serving application is deployed once for all cells that share an LLM (the superset:
 LLM + retriever + reranker when any of them searches), the cells run one after another through
-``run_benchmark.run``, and the report of ``pipelines.report`` is written into ``<suite dir>/report``.
+``pipelines.benchmark_run.run``, and the report of ``pipelines.report`` is written into ``<suite dir>/report``.
 
 Resuming: a cell whose run dir is complete is skipped, a partly done one answers only what is missing
 (predictions are de-duplicated by question id), so rerunning the same command after a killed driver, a
@@ -32,14 +32,15 @@ from medagent.config import RunConfig, SuiteConfig, SuiteRunConfig
 from medagent.data import load_benchmark
 from medagent.llm.endpoints import Endpoints
 from medagent.run import RunDir, check_resume
-from pipelines.common import deploy, log, ray_session, setup_logging
-from pipelines.run_benchmark import (
+from pipelines.benchmark_run import (
     RESUMABLE_KEYS,
     absolute_paths,
     run_config,
     uses_retrieval,
 )
-from pipelines.run_benchmark import run as run_cell
+from pipelines.benchmark_run import run as run_cell
+from pipelines.common import deploy, log, ray_session, setup_logging
+from pipelines.common import register_configs as register_run_configs
 
 SUITE_JSON = "suite.json"
 
@@ -339,6 +340,8 @@ def _cell_record(c: Cell) -> dict[str, Any]:
 
 
 def register_configs() -> None:
+    """The suite's schema, and the run schema that each cell's ``conf/config.yaml`` lists first."""
+    register_run_configs()
     ConfigStore.instance().store(name="suite_schema", node=SuiteRunConfig)
 
 

@@ -31,7 +31,7 @@ from medagent.config import (
     RetrieverConfig,
     RunConfig,
 )
-from pipelines.run_benchmark import run
+from pipelines.benchmark_run import run
 from tests.integration.conftest import clear_serve_apps
 from tests.integration.test_qa_agent import RERANKER
 from tests.integration.test_qa_agent import SMOL as QA_SMOL

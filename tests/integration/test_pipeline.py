@@ -10,8 +10,8 @@ import pytest
 
 from medagent.config import BenchmarkConfig, ClusterConfig, LLMConfig, ModelConfig, RunConfig
 from medagent.run import RunDir
+from pipelines.benchmark_run import run
 from pipelines.common import ErrorBudgetExceeded
-from pipelines.run_benchmark import run
 
 pytestmark = pytest.mark.integration
 

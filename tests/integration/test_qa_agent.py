@@ -22,7 +22,7 @@ from medagent.config import (
 )
 from medagent.run import RunDir
 from medagent.types import INVALID
-from pipelines.run_benchmark import run
+from pipelines.benchmark_run import run
 
 pytestmark = pytest.mark.integration
 

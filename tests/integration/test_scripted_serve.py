@@ -30,7 +30,7 @@ def test_scripted_engine_behind_real_serve_and_a_ray_data_pool(
     from actors.backends import build_llm_app, llm_endpoint
     from actors.builder import LLM_APP, LLM_ROUTE
     from medagent.llm.endpoints import Endpoints
-    from pipelines.run_benchmark import stream_predictions
+    from pipelines.benchmark_run import stream_predictions
 
     serve.run(
         build_llm_app(SCRIPTED, cluster_cfg, engine_factory=ScriptedEngine),

@@ -8,7 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from actors.builder import LLM_APP, LLM_ROUTE, build_llm_app
+from actors.backends import build_llm_app
+from actors.builder import LLM_APP, LLM_ROUTE
 from medagent.agent.answers import answer_schema
 from medagent.config import ClusterConfig, LLMConfig, ModelConfig
 from medagent.llm.handle import DeploymentHandleChatModel

@@ -160,7 +160,7 @@ def test_openai_route_native_tool_calls_structured_outputs_and_bad_requests(vllm
 def test_run_benchmark_over_vllm(
     mode: str, vllm_app: str, cluster: ClusterConfig, qa_index: Path, data_root: Path, tmp_path: Path
 ) -> None:
-    from pipelines.run_benchmark import run
+    from pipelines.benchmark_run import run
 
     out = run(_run_cfg(cluster, qa_index, data_root, tmp_path, mode=mode))
     assert out["n"] == 2 and out["error_rate"] == 0.0, out
@@ -177,7 +177,7 @@ def test_run_benchmark_over_vllm(
 def test_open_ended_answers_are_scored(
     vllm_app: str, cluster: ClusterConfig, qa_index: Path, data_root: Path, tmp_path: Path
 ) -> None:
-    from pipelines.run_benchmark import run
+    from pipelines.benchmark_run import run
 
     out = run(_run_cfg(cluster, qa_index, data_root, tmp_path, mode="standalone", open_ended=True))
     scored = out["open_ended"]
@@ -278,7 +278,7 @@ def test_llm_replica_killed_mid_run_ends_with_exactly_n_predictions(
     and asked again by the rerun, whose answers supersede them: N predictions, each id once."""
     import ray
 
-    from pipelines.run_benchmark import run
+    from pipelines.benchmark_run import run
 
     n = 6
     # One question at a time, each written as it ends, so the kill lands with questions still to ask.

@@ -151,7 +151,7 @@ def test_configs_built_in_python_are_checked_too() -> None:
 
 
 def test_members_read_as_their_plain_values() -> None:
-    from pipelines.run_benchmark import run_config
+    from pipelines.benchmark_run import run_config
 
     cfg: RunConfig = _convert("config", "agent=full", "agent.memory=context", "llm.tool_calls=json_schema")
     assert cfg.agent.memory == "context" and f"{cfg.agent.memory}" == str(cfg.agent.memory) == "context"

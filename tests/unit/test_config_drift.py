@@ -1,4 +1,4 @@
-"""Resuming a run dir under other settings is refused (``medagent.run.drift``, ``run_benchmark.run``)."""
+"""Resuming a run dir under other settings is refused (``medagent.run.drift``, ``benchmark_run.run``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from medagent.config import BenchmarkConfig, RunConfig
 from medagent.run import ConfigDriftError, RunDir, check_resume, config_drift
 from medagent.types import Prediction, Question
-from pipelines.run_benchmark import RESUMABLE_KEYS, run
+from pipelines.benchmark_run import RESUMABLE_KEYS, run
 
 PREVIOUS = {
     "seed": 0,
@@ -93,11 +93,11 @@ def test_check_resume_needs_answers_and_a_previous_config() -> None:
     assert "seed: 0 -> 7" in message and "another run_dir" in message and "resume_check=false" in message
 
 
-# run_benchmark.run with a fake answerer in place of Ray (it answers "A" to what it is given).
+# benchmark_run.run with a fake answerer in place of Ray (it answers "A" to what it is given).
 @pytest.fixture
 def answered(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Patches the Ray part of ``run``; the list holds how many questions each call answered."""
-    import pipelines.run_benchmark as rb
+    import pipelines.benchmark_run as rb
 
     calls: list[int] = []
 

@@ -96,10 +96,10 @@ def test_no_import_cycle_between_medagent_packages() -> None:
     assert cycles == []
 
 
-# Pipelines that another module may import: shared helpers without an entry point of their own, and the
-# benchmark run that run_suite drives cell by cell in its own Ray session.
-SHARED_PIPELINE_MODULES = {"common"}
-CELL_RUNNERS = {("run_suite", "run_benchmark")}
+# Modules under pipelines/ that the entry points may import: shared run code, not entry points (no
+# hydra.main, no __main__). benchmark_run is the one benchmark run that run_benchmark starts from the command
+# line and run_suite drives cell by cell in its own Ray session.
+SHARED_PIPELINE_MODULES = {"common", "benchmark_run"}
 
 
 def test_no_pipeline_imports_another() -> None:
@@ -110,6 +110,15 @@ def test_no_pipeline_imports_another() -> None:
     for p in sorted((REPO / "pipelines").glob("*.py")):
         for m in pattern.finditer(p.read_text()):
             target = m.group(1) or m.group(3) or m.group(2)
-            if target not in SHARED_PIPELINE_MODULES and (p.stem, target) not in CELL_RUNNERS:
+            if target not in SHARED_PIPELINE_MODULES:
                 offenders.append(f"{p.stem} -> {target}")
     assert offenders == []
+
+
+def test_shared_pipeline_modules_are_not_entry_points() -> None:
+    entry = re.compile(r"\bhydra\.main\s*\(|__main__")
+    assert [
+        m
+        for m in sorted(SHARED_PIPELINE_MODULES)
+        if entry.search((REPO / "pipelines" / f"{m}.py").read_text())
+    ] == []

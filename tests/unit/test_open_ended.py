@@ -136,7 +136,7 @@ def test_an_open_ended_run_ships_no_options_and_no_gold_to_its_workers() -> None
     import json
 
     from medagent.types import Question
-    from pipelines.run_benchmark import worker_rows
+    from pipelines.benchmark_run import worker_rows
 
     q = Question(id="q1", text="A 30-year-old ...", options={"A": "x", "B": "y"}, benchmark="medqa")
     open_rows = worker_rows([q], open_ended=True)

@@ -16,7 +16,7 @@ from medagent.config import RunConfig, SuiteRunConfig
 from medagent.llm.endpoints import Endpoints, HttpEndpoint
 from medagent.run import ConfigDriftError, RunDir
 from medagent.types import Prediction
-from pipelines.run_benchmark import absolute_paths
+from pipelines.benchmark_run import absolute_paths
 from pipelines.run_suite import (
     Cell,
     deployment_groups,
