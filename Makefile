@@ -109,7 +109,7 @@ GUIDELINES_INDEX ?= outputs/index/guidelines_demo
 GUIDELINES_LIMIT ?= 1000
 GUIDELINES_SUBSETS ?= [Health_Topics,NHLBI,CDC,SeniorHealth]
 
-guidelines-index: setup  ## seed B's guideline index: MedQuAD parent–child (64-word children, 256-word parents), MiniLM + BM25, GUIDELINES_LIMIT records
+guidelines-index: setup  ## the history-taking paper's guideline index: MedQuAD parent–child (64-word children, 256-word parents), MiniLM + BM25, GUIDELINES_LIMIT records
 	$(PY) -m pipelines.index_corpus corpus=medquad_parent_child embedder=minilm index=flat \
 	    $(if $(GUIDELINES_LIMIT),limit=$(GUIDELINES_LIMIT)) '+corpus.sources.0.options.subsets=$(GUIDELINES_SUBSETS)' \
 	    out_dir=$(abspath $(GUIDELINES_INDEX)) $(INDEX_ARGS)

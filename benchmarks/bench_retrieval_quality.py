@@ -128,7 +128,7 @@ def main() -> None:
         "--data-root", type=Path, default=Path(os.environ.get("MEDAGENT_DATA", REPO.parent / "shared/data"))
     )
     parser.add_argument("--questions", type=int, default=300)
-    parser.add_argument("--top-k", type=int, default=32, help="candidates per source (seed A: 32)")
+    parser.add_argument("--top-k", type=int, default=32, help="candidates per source (the QA paper: 32)")
     parser.add_argument(
         "--rerank-depth", type=int, default=16, help="merged candidates the reranker re-scores (0: none)"
     )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-CANDIDATES_PER_QUERY = 192  # TopK=32 per source x 6 sources (seed A)
+CANDIDATES_PER_QUERY = 192  # TopK=32 per source x 6 sources (the QA paper)
 
 
 @dataclass
@@ -195,7 +195,7 @@ def main() -> None:
             f"{r.model:<28} {r.precision:<9} {r.seq_len:>4} {r.batch:>5} {r.items_per_s:>10.0f} {mq} {r.peak_gib:>8.1f}"
         )
     print(
-        f"\nms/query = time to embed the query + {CANDIDATES_PER_QUERY} candidates (seed A: TopK 32 x 6 sources)"
+        f"\nms/query = time to embed the query + {CANDIDATES_PER_QUERY} candidates (the QA paper: TopK 32 x 6 sources)"
     )
     print(f"total {time.perf_counter() - t0:.0f}s")
 

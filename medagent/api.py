@@ -27,10 +27,12 @@ class RetrieveRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    top_k: int = Field(32, ge=1, le=MAX_TOP_K, description="results per source (seed A: 32)")
+    top_k: int = Field(32, ge=1, le=MAX_TOP_K, description="results per source (the QA paper: 32)")
     sources: list[str] | None = Field(None, description="sources to search (default: all)")
     mode: Literal["dense", "bm25", "hybrid"] | None = Field(None, description="default: the retriever's")
-    return_parents: bool | None = Field(None, description="search children, return parents (seed B)")
+    return_parents: bool | None = Field(
+        None, description="search children, return parents (the history-taking paper)"
+    )
     query_id: str = "q"
 
 
@@ -78,7 +80,7 @@ class RerankRequest(BaseModel):
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     candidates: list[RerankCandidate] = Field(min_length=1, max_length=MAX_CANDIDATES)
     top_r: int | None = Field(
-        None, ge=1, le=MAX_CANDIDATES, description="default: the reranker's (seed A: 32)"
+        None, ge=1, le=MAX_CANDIDATES, description="default: the reranker's (the QA paper: 32)"
     )
 
 

@@ -1,4 +1,4 @@
-"""Tables and figures of seed A from run directories: ``python -m pipelines.report 'runs=[outputs/*/*]'``.
+"""Tables and figures of the QA paper from run directories: ``python -m pipelines.report 'runs=[outputs/*/*]'``.
 
 Loads every run named by ``runs`` (run dirs, glob patterns, or folders searched for runs), identifies each by
 its manifest config (benchmark, agent mode, agent.top_r, agent.open_ended, LLM) and writes Table 1-3, the

@@ -1,8 +1,8 @@
 """The gated agent: answer as the standalone model does when it is sure, search only when it is not.
 
-Seed A says its agent "dynamically assesses whether external evidence is needed"; with a small model the
-tools often hurt (issue 18: the 1.5B CPU model's full agent scored 0.25 vs 0.45 standalone on 20 MedQA
-questions, at ~19x the wall time). The gate makes that assessment explicit and measurable:
+The QA paper says its agent "dynamically assesses whether external evidence is needed"; with a small model
+the tools can hurt more than they help (README, "Search only when it helps", has the measured accuracy and
+cost), so the gate makes that assessment explicit and measurable:
 
 1. the first answer is the standalone agent's own call (same prompt, same sampling), with a confidence:
    the chosen letter's probability from token logprobs, or the agreement of k sampled answers

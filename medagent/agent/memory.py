@@ -1,4 +1,4 @@
-"""Seed A's cache-and-prune memory bank: one per question, outside the model's context window.
+"""The QA paper's cache-and-prune memory bank: one per question, outside the model's context window.
 
 Retrieved documents wait in a queue; ``relevance_analysis`` moves the next batch of B into review;
 ``locate_evidence`` caches verified quotes from reviewed documents; a reviewed document that was never

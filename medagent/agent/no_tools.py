@@ -1,4 +1,4 @@
-"""Seed A's "w/o Tools" ablation: structured instructions, the top documents for the question, one call.
+"""The QA paper's "w/o Tools" ablation: structured instructions, the top documents for the question, one call.
 
 The question text is the query; the reranker's best ``no_tools_docs`` (paper: 3) go into the prompt as
 delimited data blocks, and one answer call follows (JSON-schema constrained for multiple choice when the
@@ -84,7 +84,7 @@ class NoToolsAgent:
             )
             answer = read_answer(resp.content, options)
             last = answer != INVALID or i == len(tries) - 1
-            retry = {"retry": True} if i else {}  # seed A's re-run of an unreadable answer
+            retry = {"retry": True} if i else {}  # the QA paper's re-run of an unreadable answer
             kind = "final_answer" if last else "invalid_answer"
             rec.add(
                 FinalAnswer(

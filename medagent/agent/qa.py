@@ -1,4 +1,4 @@
-"""Seed A's evidence-grounded, tool-using QA agent (modes ``full``, ``no_cache_prune``, ``no_search``).
+"""The QA paper's evidence-grounded, tool-using QA agent (modes ``full``, ``no_cache_prune``, ``no_search``).
 
 The model picks its tools by function calling; nothing is scripted. Each turn is read by
 ``toolcalls.parse_reply``; the model's mistakes (malformed or unknown calls, bad arguments, empty or
@@ -62,7 +62,7 @@ class QAEpisode(Episode):
 
 
 class QAAgent:
-    """The tool-using agent of seed A.
+    """The tool-using agent of the QA paper.
 
     Args:
         llm: Chat model for the agent's turns and the tools' own calls.
@@ -286,7 +286,7 @@ class QAAgent:
             last = answer != INVALID or i == len(tries) - 1
             fields = {
                 **run.llm(resp), "reason": reason, "source": source, "constrained": constrained, "answer": answer,
-                "content": preview(resp.content), **({"retry": True} if i else {}),  # seed A's re-run
+                "content": preview(resp.content), **({"retry": True} if i else {}),  # the QA paper's re-run
             }  # fmt: skip
             run.add(FinalAnswer(fields, kind="final_answer" if last else "invalid_answer"))
             if last:

@@ -1,4 +1,4 @@
-"""Seed A's standalone baseline: one zero-shot, direct-response call to the LLM per question."""
+"""The QA paper's standalone baseline: one zero-shot, direct-response call to the LLM per question."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class StandaloneAgent:
         for i, a in enumerate(attempts):
             retry = (
                 {"retry": True} if i else {}
-            )  # seed A's re-run of an unreadable answer (agent.retry_invalid)
+            )  # the QA paper's re-run of an unreadable answer (agent.retry_invalid)
             kind = "final_answer" if a is attempts[-1] else "invalid_answer"
             episode.add(FinalAnswer({**a.fields(), **retry}, kind=kind))
         final = attempts[-1].response

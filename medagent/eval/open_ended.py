@@ -1,4 +1,4 @@
-"""Open-ended scoring: a free-text answer against the gold answer text (seed A, Table 2).
+"""Open-ended scoring: a free-text answer against the gold answer text (the QA paper, Table 2).
 
 Metrics, one score per question:
 

@@ -1,4 +1,4 @@
-"""Network analysis of clinical interviews (seed B): pure numpy / scipy / networkx, importable without Ray.
+"""Network analysis of clinical interviews (the history-taking paper): pure numpy / scipy / networkx, importable without Ray.
 
 Every function states its conventions in its module docstring (see ``../shared/netref/METHODS.md``):
 

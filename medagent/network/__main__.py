@@ -89,7 +89,7 @@ def cmd_markov(args: argparse.Namespace) -> dict[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m medagent.network",
-        description="Network metrics of seed B on any CSV. Matrices: first column = row labels, header = "
+        description="Network metrics of the history-taking paper on any CSV. Matrices: first column = row labels, header = "
         "column labels, non-zero cells = links. Output: JSON on stdout.",
     )
     sub = p.add_subparsers(dest="command", required=True)

@@ -1,4 +1,4 @@
-"""The full network analysis of seed B on a list of ``Annotation``: results as plain data, no files.
+"""The full network analysis of the history-taking paper on a list of ``Annotation``: results as plain data, no files.
 
 ``analyze`` runs every metric of the issue in order: validated knowledge network G_B, Barber modules and the
 significance of Q against optimised null networks, NODF with null models, roles, informational value, the

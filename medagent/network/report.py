@@ -24,7 +24,7 @@ FIGS = "figures"
 REPORT = "report.md"
 SUMMARY = "summary.json"
 
-# Seed B's reported numbers, shown beside ours.
+# The history-taking paper's reported numbers, shown beside ours.
 PAPER = {
     "Q": 0.70,
     "modules": 8,
@@ -238,7 +238,7 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
     s, cv = a.conventions, a.cv
     pb = a.modules_binary
     lines = [
-        "# Network analysis of clinical interviews (seed B)",
+        "# Network analysis of clinical interviews (the history-taking paper)",
         "",
         f"{a.n_interviews} interviews; {len(a.incidence.findings)} positive findings; {len(a.incidence.diagnoses)} diagnoses. "
         f"Conventions: {s['interviews']}; {s['findings']}.",

@@ -1,4 +1,4 @@
-"""Reports over run directories: seed A's tables and figures regenerated from predictions, golds and traces."""
+"""Reports over run directories: the QA paper's tables and figures regenerated from predictions, golds and traces."""
 
 from medagent.report.build import Report, ReportOptions, build_report
 from medagent.report.loader import Run, RunKey, load_runs

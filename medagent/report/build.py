@@ -48,7 +48,7 @@ class ReportOptions:
         flip_treatment: ...with this one, on the same benchmark, LLM and question ids.
         compute_open_ended: Score open-ended runs whose metrics.json has no ``open_ended`` entry (loads the
             ``open_scoring`` models); false leaves them out with a note.
-        reference_accuracy: Fig. 3's reference accuracy per benchmark (seed A: Table 1's GPT-4).
+        reference_accuracy: Fig. 3's reference accuracy per benchmark (the QA paper: Table 1's GPT-4).
         reference_name: Its name in the table and figure.
         gate_thresholds: The thresholds at which the gate table shows the gated agent of each
             ``agent=gated`` run (the Pareto figure uses every distinct confidence as well).

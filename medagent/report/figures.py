@@ -1,4 +1,4 @@
-"""The report's figures (seed A): Fig. 2a tool calls per question, Fig. 2b call-count distribution, Fig. 3
+"""The report's figures (the QA paper): Fig. 2a tool calls per question, Fig. 2b call-count distribution, Fig. 3
 accuracy vs TopR; and the confidence gate's accuracy-cost Pareto figure (issue 18). Each is drawn from its table's records with matplotlib's Agg backend (no display), and
 returns None when its table is empty.
 """
@@ -79,7 +79,7 @@ def fig2b(table: Table, path: Path) -> Path | None:
 
 
 def fig3(table: Table, path: Path) -> Path | None:
-    """Accuracy vs TopR per benchmark (and LLM), log2 x axis, 95% CI error bars: as seed A plots it, the
+    """Accuracy vs TopR per benchmark (and LLM), log2 x axis, 95% CI error bars: as the QA paper plots it, the
     difference in points from the reference (Table 1's GPT-4) where a benchmark has one, with absolute
     accuracy beside it."""
     if not table.records:
@@ -116,7 +116,7 @@ def fig3(table: Table, path: Path) -> Path | None:
     if relative:
         axes[0][0].axhline(0.0, color="grey", linewidth=0.8)
         axes[0][0].set_ylabel(f"accuracy - {ref} (points)")
-        axes[0][0].set_title(f"Relative to {ref} (seed A's Fig. 3)")
+        axes[0][0].set_title(f"Relative to {ref} (the QA paper's Fig. 3)")
     return _save(plt, fig, path)
 
 

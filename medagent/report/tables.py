@@ -1,4 +1,4 @@
-"""The report's tables (seed A): Table 1 (multiple-choice accuracy), Table 2 (open-ended metrics), Table 3
+"""The report's tables (the QA paper): Table 1 (multiple-choice accuracy), Table 2 (open-ended metrics), Table 3
 (ablations), the TopR sweep behind Fig. 3, cost and latency per run, and standalone -> full flip rates.
 
 Every number comes from predictions and golds through ``medagent.eval`` (the one place that joins them
@@ -177,7 +177,7 @@ def table3(
     return t
 
 
-# Table 1's GPT-4 accuracy per benchmark, the reference of seed A's Fig. 3 (whose "relative" change is the
+# Table 1's GPT-4 accuracy per benchmark, the reference of the QA paper's Fig. 3 (whose "relative" change is the
 # difference in accuracy points). MedQA's is derived from the text (73.29% is "5.58% below GPT-4");
 # MedExpQA has none ("GPT-4 was not available").
 GPT4_ACCURACY = {"usmle_step1": 0.8067, "usmle_step2": 0.8167, "usmle_step3": 0.8978, "medqa": 0.7887}

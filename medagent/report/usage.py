@@ -1,4 +1,4 @@
-"""Tool usage from traces (seed A, Fig. 2): mean calls per tool per question, and how many times a question
+"""Tool usage from traces (the QA paper, Fig. 2): mean calls per tool per question, and how many times a question
 called a tool (1-8, more than 8).
 
 A trace step with ``kind == "tool"`` is one tool invocation; its ``tool`` field names the tool (see

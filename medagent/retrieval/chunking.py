@@ -1,4 +1,4 @@
-"""Chunking with stable ids: plain windows, or seed B's parent–child split.
+"""Chunking with stable ids: plain windows, or the history-taking paper's parent–child split.
 
 Sizes count whitespace-separated words (after ``clean_text`` collapsed the whitespace), not model tokens:
 chunk ids, chunk texts and the BM25 index then stay the same whichever embedder is used. Keep ``size``

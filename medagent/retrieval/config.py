@@ -38,7 +38,7 @@ class ChunkingConfig:
 
     Attributes:
         mode: ``plain`` (chunks of ``size`` words; a chunk's parent is its document) or ``parent_child``
-            (seed B: parents of ``parent_size`` words are cut into children of ``size`` words; children are
+            (the history-taking paper: parents of ``parent_size`` words are cut into children of ``size`` words; children are
             indexed, each keeps its parent's id).
         size: Words per indexed chunk (the child in ``parent_child`` mode).
         overlap: Words shared by consecutive chunks.
@@ -73,7 +73,7 @@ class EmbedderConfig:
         model: Document (article) encoder.
         query_model: Separate query encoder (MedCPT); ``None`` encodes queries with ``model``.
         dimension: Expected vector size; checked against the loaded model.
-        normalize: L2-normalize vectors (cosine models); SPECTER keeps raw vectors and L2 as in seed A.
+        normalize: L2-normalize vectors (cosine models); SPECTER keeps raw vectors and L2 as in the QA paper.
         metric: ``l2`` (FAISS L2 distance, score = -distance) or ``ip`` (inner product).
         pooling: Force ``cls`` or ``mean`` pooling for a plain transformers checkpoint; ``None`` keeps the
             model's own sentence-transformers configuration.
@@ -107,7 +107,7 @@ class IndexConfig:
     """One FAISS index per source, plus BM25.
 
     Attributes:
-        kind: ``flat`` (exact, seed A), ``ivfpq`` or ``hnsw``.
+        kind: ``flat`` (exact, the QA paper), ``ivfpq`` or ``hnsw``.
         nlist: IVF lists; ``None`` picks ~4·sqrt(n) (bounded by the training set).
         pq_m: Product-quantizer sub-vectors, i.e. bytes per code at 8 bits (``ivfpq``; ``hnsw`` with
             ``hnsw_storage=pq``).

@@ -1,4 +1,4 @@
-"""Per-source indexes: FAISS (flat L2 as in seed A, IVF-PQ, HNSW) built from embedding shards, and BM25.
+"""Per-source indexes: FAISS (flat L2 as in the QA paper, IVF-PQ, HNSW) built from embedding shards, and BM25.
 
 ``faiss`` and ``bm25s`` are imported inside functions so the library imports without them. Indexes are
 built streaming, shard by shard: IVF/PQ train on a seeded sample, then vectors are added one shard at a

@@ -152,7 +152,7 @@ def read_nejm_case_reports(ctx: ReadContext, path: str) -> Iterator[RawRecord]:
     ...) that the user supplies: NEJM's text is licensed, so nothing here downloads it.
 
     Put one report (or one section of one) per record in MedRAG's schema, ``{"id", "title", "content"}``,
-    in JSONL or parquet files (see ``docs/CLUSTER.md``, "Seed A's six sources"). Ids are prefixed
+    in JSONL or parquet files (see ``docs/CLUSTER.md``, "The QA paper's six sources"). Ids are prefixed
     ``nejm:`` so they cannot collide with another source's (``NEJMcpc2300001`` -> ``nejm:NEJMcpc2300001``);
     an optional ``parent_id`` (the report a section belongs to) is prefixed the same way.
 

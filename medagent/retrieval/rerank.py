@@ -1,4 +1,4 @@
-"""Second-stage reranking (seed A): an embedding model scores each candidate against the query, TopR kept.
+"""Second-stage reranking (the QA paper): an embedding model scores each candidate against the query, TopR kept.
 
 The paper reranks with gte-Qwen2-7B-instruct quantized to 4 bits; on CPU the same shape runs with mpnet.
 Scores are cosine similarities of normalized embeddings (higher is better); results keep the BEIR shape

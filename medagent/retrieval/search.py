@@ -3,9 +3,9 @@
 ``Searcher`` reads ``manifest.json`` of an index folder and loads each source's FAISS index, BM25 index
 and text store lazily, on first use. The text stays on disk (``medagent.retrieval.store``: Arrow read
 with pread, ids found through sorted hashes), so a replica's RAM is the FAISS codes plus a few bytes per chunk. ``search`` returns ``query_id -> {doc_id: score}`` (higher is
-better) holding up to ``top_k`` documents *per source*, as seed A retrieves TopK from every source before
+better) holding up to ``top_k`` documents *per source*, as the QA paper retrieves TopK from every source before
 reranking. Modes: ``dense``, ``bm25``, ``hybrid`` (reciprocal-rank fusion of the two). With
-``return_parents`` the indexed children are searched and their parents returned (seed B): a parent scores
+``return_parents`` the indexed children are searched and their parents returned (the history-taking paper): a parent scores
 as its best child.
 """
 
@@ -174,7 +174,7 @@ class Searcher:
 
         Args:
             queries: Query id -> text.
-            top_k: Results per source (seed A: 32).
+            top_k: Results per source (the QA paper: 32).
             sources: Sources to search (default: all).
             mode: ``dense``, ``bm25`` or ``hybrid``.
             return_parents: Return the parents of the best children instead of the children.

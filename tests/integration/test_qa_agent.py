@@ -1,4 +1,4 @@
-"""Seed A's agent in every mode on the real stack: Ray Data workers, the one Serve application (CPU LLM,
+"""The QA paper's agent in every mode on the real stack: Ray Data workers, the one Serve application (CPU LLM,
 MiniLM retriever over a real index, mpnet reranker), real MedQA questions. SmolLM2 (fast, answers at
 chance) exercises the plumbing of each mode; Qwen2.5-Coder-1.5B runs the full agent once, as the demo does.
 """

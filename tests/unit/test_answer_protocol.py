@@ -1,4 +1,4 @@
-"""Seed A's answer protocol (issue 18 part 2): the retry of an unreadable answer, the step budget, the
+"""The QA paper's answer protocol (issue 18 part 2): the retry of an unreadable answer, the step budget, the
 model's generation limit."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_full_agent_keeps_its_committed_answer_rather_than_retrying() -> None:
 
 
 def test_step_budget_follows_top_r_and_batch_size() -> None:
-    assert AgentConfig().step_budget() == 24  # seed A: 32 / 4 = 8 batches
+    assert AgentConfig().step_budget() == 24  # the QA paper: 32 / 4 = 8 batches
     assert AgentConfig(top_r=64).step_budget() == 40  # Fig. 3's largest TopR: all 16 batches
     assert AgentConfig(top_r=8).step_budget() == 12  # conf/scale/cpu.yaml
     assert AgentConfig(max_steps=3).step_budget() == 3

@@ -1,4 +1,4 @@
-"""Seed A's five tools (and ``final_answer``), one module each behind the ``TOOLS`` registry.
+"""The QA paper's five tools (and ``final_answer``), one module each behind the ``TOOLS`` registry.
 
 A mode's tool set and memory kind come from its config (``AgentConfig.tools`` / ``AgentConfig.memory``,
 ``conf/agent/*.yaml``); ``MODE_DEFAULTS`` fills them in for configs that leave them out. Schemas for the
@@ -18,7 +18,7 @@ from medagent.agent.tools.search import search_docs
 from medagent.config import AgentConfig
 
 # The tools and memory kind of each QA mode when its config does not list them (the paper's ablations
-# remove tools, never change the loop): full = seed A; no_cache_prune = "w/o Cache & Prune";
+# remove tools, never change the loop): full = the QA paper; no_cache_prune = "w/o Cache & Prune";
 # no_search = "w/o Evidence Search".
 MODE_DEFAULTS: dict[str, tuple[tuple[str, ...], str]] = {
     "full": (("perform_comparison", "enable_search", "relevance_analysis", "locate_evidence"), "cache_prune"),

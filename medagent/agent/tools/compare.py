@@ -1,4 +1,4 @@
-"""``perform_comparison``: every answer option against the findings of the question (seed A's first tool)."""
+"""``perform_comparison``: every answer option against the findings of the question (the QA paper's first tool)."""
 
 from __future__ import annotations
 

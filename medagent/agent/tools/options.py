@@ -1,4 +1,4 @@
-"""``generate_options``: candidate answers for an open-ended question (seed A's open-ended extension)."""
+"""``generate_options``: candidate answers for an open-ended question (the QA paper's open-ended extension)."""
 
 from __future__ import annotations
 
