@@ -44,7 +44,7 @@ class InterviewRow:
         result: ``InterviewResult.to_dict()``.
         record: ``InterviewRecord.to_dict()``: the interview's scores.
         simulator: The simulated patient's answers, each with its fidelity label.
-        simulator_usage: The simulator's model calls (``CallLog.to_dict()`` plus ``errors``).
+        simulator_usage: The simulator's model calls (``UsageRecord.to_dict()`` plus ``errors``).
         eval_usage: The judge's and the reference red-flag extractor's model calls, likewise.
         elapsed_s: Wall time of the interview.
         extra: Keys this version does not know, kept as read.
