@@ -90,7 +90,7 @@ class InterviewResult:
     events: list[Event] = field(default_factory=list)
     turns: list[TurnRecord] = field(default_factory=list)
     finish_reason: str = ""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: UsageRecord = field(default_factory=UsageRecord)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -112,7 +112,7 @@ class InterviewResult:
             "final_state": self.final_state.to_dict(),
             "turns": [t.to_dict() for t in self.turns],
             "events": [event_to_dict(e) for e in self.events],
-            "usage": self.usage,
+            "usage": self.usage.to_dict(),
             "errors": list(self.errors),
         }
         if with_states:
@@ -300,7 +300,7 @@ class HistoryTakingAgent:
             events=events,
             turns=turns,
             finish_reason=step.finish_reason,
-            usage=log.to_dict(),
+            usage=log,
             errors=list(log.errors),
         )
 

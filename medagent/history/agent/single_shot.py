@@ -66,7 +66,7 @@ class SingleShotBaseline:
             final_state=state,
             states=[state],
             finish_reason="single shot",
-            usage=log.to_dict(),
+            usage=log,
             errors=list(log.errors),
         )
 
