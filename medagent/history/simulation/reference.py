@@ -154,14 +154,8 @@ class RedFlagsReply(Output):
 @lru_cache(maxsize=32)
 def red_flags_model(ids: tuple[str, ...]) -> type[RedFlagsReply]:
     """``RedFlagsReply`` with the configured flags' schema: one entry per flag at most."""
-    return create_model(
-        "RedFlags",
-        __base__=RedFlagsReply,
-        red_flags=(
-            Annotated[capped_list(flag_quote_model(ids), len(ids)), BeforeValidator(_flag_items)],
-            ...,
-        ),
-    )
+    flags: Any = Annotated[capped_list(flag_quote_model(ids), len(ids)), BeforeValidator(_flag_items)]
+    return create_model("RedFlags", __base__=RedFlagsReply, red_flags=(flags, ...))
 
 
 def quote_supports(quote: str, patient_lines: Sequence[str]) -> bool:
