@@ -100,7 +100,8 @@ class Prediction:
             is then ``INVALID``.
         trace: Steps (tool, arguments, latency, tokens, ...), one dict per step.
         evidence: Grounding records (doc id, source, quoted span).
-        usage: Token totals for the question.
+        usage: What the question cost: ``medagent.llm.usage.UsageRecord.to_dict()`` (read it back with
+            ``UsageRecord.from_dict``), the same keys for every agent.
         latency_s: Wall time of the question.
     """
 

@@ -27,6 +27,7 @@ from typing import Any
 from medagent.agent.toolcalls import Call
 from medagent.agent.trace import Counts, preview
 from medagent.llm.base import ChatResponse
+from medagent.llm.usage import UsageRecord
 
 # Characters per token before the backend has reported a count (English prose runs about 4).
 CHARS_PER_TOKEN = 4.0
@@ -232,16 +233,17 @@ class Episode:
         }
 
     def usage(self) -> dict[str, int]:
+        """The question's ``Prediction.usage`` (``UsageRecord.to_dict``)."""
         c = self.counts
-        return {
-            "prompt_tokens": c.prompt_tokens,
-            "completion_tokens": c.completion_tokens,
-            "llm_calls": c.llm_calls,
-            "tool_calls": self.tool_calls,
-            "retrieval_calls": c.retrieval_calls,
-            "llm_ms": round(c.llm_s * 1000),
-            "retrieval_ms": round(c.retrieval_s * 1000),
-        }
+        return UsageRecord(
+            prompt_tokens=c.prompt_tokens,
+            completion_tokens=c.completion_tokens,
+            llm_calls=c.llm_calls,
+            llm_s=c.llm_s,
+            tool_calls=self.tool_calls,
+            retrieval_calls=c.retrieval_calls,
+            retrieval_s=c.retrieval_s,
+        ).to_dict()
 
     # ------------------------------------------------------------------------------ context budget
     def tokens(self, messages: list[dict[str, Any]], with_tools: bool = True) -> int:

@@ -31,6 +31,7 @@ from medagent.agent.services import AgentDeps
 from medagent.agent.standalone import Attempt, StandaloneAgent
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
+from medagent.llm.usage import UsageRecord
 from medagent.types import INVALID, Prediction, Question
 
 
@@ -46,10 +47,11 @@ def part_cost(attempts: Sequence[Attempt], wall_s: float) -> dict[str, Any]:
 
 def prediction_cost(pred: Prediction) -> dict[str, Any]:
     """The same record for a whole prediction of another agent (the tools part)."""
+    usage = UsageRecord.from_dict(pred.usage)
     return {
-        "llm_calls": int(pred.usage.get("llm_calls", 0)),
-        "prompt_tokens": int(pred.usage.get("prompt_tokens", 0)),
-        "completion_tokens": int(pred.usage.get("completion_tokens", 0)),
+        "llm_calls": usage.llm_calls or 0,
+        "prompt_tokens": usage.prompt_tokens or 0,
+        "completion_tokens": usage.completion_tokens or 0,
         "wall_s": round(pred.latency_s, 4),
     }
 
@@ -109,7 +111,7 @@ class GatedAgent:
         if confident and not self.gate.record_both:
             return Prediction(
                 id=question.id, benchmark=question.benchmark, answer=first.answer, raw=first.response.content,
-                trace=episode.trace(), usage=usage, latency_s=time.perf_counter() - start,
+                trace=episode.trace(), usage=usage.to_dict(), latency_s=time.perf_counter() - start,
             )  # fmt: skip
         tools = await self._tools(question, memory)
         gate.fields["tools_answer"] = tools.answer
@@ -124,7 +126,7 @@ class GatedAgent:
             trace=episode.trace(),
             # Cited evidence belongs to the tools' answer; a confident first answer cites nothing.
             evidence=[] if confident else tools.evidence,
-            usage=_add(usage, tools.usage),
+            usage=(usage + UsageRecord.from_dict(tools.usage)).to_dict(),
             latency_s=time.perf_counter() - start,
         )
 
@@ -160,18 +162,8 @@ class GatedAgent:
         return await self.tools.answer(question, memory=memory)  # type: ignore[call-arg]
 
 
-def _usage(attempts: Sequence[Attempt]) -> dict[str, int]:
-    cost = part_cost(attempts, 0.0)
-    return {
-        "prompt_tokens": cost["prompt_tokens"],
-        "completion_tokens": cost["completion_tokens"],
-        "llm_calls": cost["llm_calls"],
-        "llm_ms": round(1000 * sum(a.response.latency_s for a in attempts)),
-    }
-
-
-def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-    return {k: a.get(k, 0) + b.get(k, 0) for k in dict.fromkeys([*a, *b])}
+def _usage(attempts: Sequence[Attempt]) -> UsageRecord:
+    return UsageRecord.of_responses(a.response for a in attempts)
 
 
 def _gated_searches(cfg: AgentConfig) -> bool:

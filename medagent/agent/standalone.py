@@ -12,6 +12,7 @@ from medagent.agent.episode import Episode, FinalAnswer
 from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel, ChatResponse
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 from medagent.types import INVALID, Prediction, Question
 
@@ -51,10 +52,11 @@ class StandaloneAgent:
             answer=attempts[-1].answer,
             raw=final.content,
             trace=episode.trace(),
-            usage={
-                "prompt_tokens": sum(a.response.usage.prompt_tokens for a in attempts),
-                "completion_tokens": sum(a.response.usage.completion_tokens for a in attempts),
-            },
+            # Tokens only: the report counts this agent's calls from its trace.
+            usage=UsageRecord(
+                prompt_tokens=sum(a.response.usage.prompt_tokens for a in attempts),
+                completion_tokens=sum(a.response.usage.completion_tokens for a in attempts),
+            ).to_dict(),
             latency_s=time.perf_counter() - start,
         )
 

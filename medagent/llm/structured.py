@@ -22,6 +22,7 @@ from typing import Annotated, Any, Generic, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from medagent.llm.base import ChatModel, ChatResponse
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
 M = TypeVar("M", bound=BaseModel)
@@ -48,6 +49,17 @@ def _as_text(value: Any) -> Any:
 
 # A string field that also reads a number or another scalar a small model wrote there, as its text.
 Text = Annotated[str, BeforeValidator(_as_text)]
+
+
+def capped_str(max_length: int) -> Any:
+    """A string the schema caps at ``max_length`` characters while reading accepts any length: the cap
+    shapes constrained decoding, and a backend without JSON schemas is not failed for a long reply."""
+    return Annotated[str, Field(json_schema_extra={"maxLength": max_length})]
+
+
+def capped_list(item: Any, max_items: int) -> Any:
+    """A list the schema caps at ``max_items`` items while reading accepts any number (as ``capped_str``)."""
+    return Annotated[list[item], Field(json_schema_extra={"maxItems": max_items})]  # type: ignore[valid-type]
 
 
 def enum_str(values: Sequence[str], max_length: int | None = None) -> Any:
@@ -166,6 +178,18 @@ def extract_json(text: str) -> Any:
     return first_object(text)
 
 
+def json_object(text: str) -> dict[str, Any]:
+    """The JSON object of a reply (``extract_json``), for a caller that reads it field by field.
+
+    Raises:
+        MalformedReply: The reply holds no JSON object.
+    """
+    value = extract_json(text)
+    if not isinstance(value, dict):
+        raise MalformedReply(f"no JSON object in the reply: {text[:120]!r}")
+    return value
+
+
 def parse(model: type[M], text: str) -> M:
     """The reply validated as ``model``.
 
@@ -250,6 +274,7 @@ async def ask_with(
     retry_prompt: str = RETRY_PROMPT,
     cut_hint: str = "",
     on_response: Callable[[ChatResponse], object] | None = None,
+    usage: UsageRecord | None = None,
 ) -> Reply[T]:
     """The one malformed-output retry loop: ``read`` turns the reply text into a value or raises
     ``MalformedReply``, which is recorded, shown to the model and retried.
@@ -260,7 +285,8 @@ async def ask_with(
         max_retries: Further attempts after a malformed reply, each with the error shown to the model.
         tag: How errors name this call (defaults to ``prompt``).
         cut_hint: Added to the error of a reply cut at ``max_tokens``.
-        on_response: Called with every response (usage accounting), malformed or not.
+        on_response: Called with every response, malformed or not.
+        usage: Counts every response under ``tag`` and gets the errors met.
     """
     tag = tag or prompt
     retry = load_prompt(retry_prompt) if max_retries else None
@@ -276,10 +302,14 @@ async def ask_with(
             prompt=prompt,
         )
         reply.responses.append(resp)
+        if usage is not None:
+            usage.add(resp.usage, resp.latency_s, tag)
         if on_response is not None:
             on_response(resp)
         try:
             reply.value = read(resp.content)
+            if usage is not None:
+                usage.errors.extend(reply.errors)
             return reply
         except MalformedReply as exc:
             problem = str(exc)
@@ -291,4 +321,6 @@ async def ask_with(
                 # back, so a retry costs a few dozen tokens of context, not another max_tokens.
                 attempt_messages = [*messages, *retry.render(error=problem)]
     reply.errors.append(f"{tag}: no usable reply after {max_retries + 1} attempts")
+    if usage is not None:
+        usage.errors.extend(reply.errors)
     return reply

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medagent.eval import bootstrap_ci, question_outcomes, score
+from medagent.llm.usage import UsageRecord
 from medagent.report.table import NA, Table, pct
 from medagent.types import INVALID, Gold, Prediction
 
@@ -138,6 +139,7 @@ def arm_record(
     """Accuracy, CI, flips vs ``baseline`` (question -> 0/1) and mean cost per question of one arm."""
     m = score(preds, golds, benchmark="gate", bootstrap_samples=bootstrap_samples, seed=seed)
     outcomes = question_outcomes(preds, golds)
+    usages = [UsageRecord.from_dict(p.usage) for p in preds]
     common = [i for i in outcomes if i in baseline]
     # Paired on the same questions: the mean of (this arm - standalone) per question, resampling questions.
     diffs = [float(outcomes[i] - baseline[i]) for i in common]
@@ -162,9 +164,9 @@ def arm_record(
         "delta_ci95_hi": delta_ci[1],
         "right_to_wrong": sum(baseline[i] == 1 and outcomes[i] == 0 for i in common),
         "wrong_to_right": sum(baseline[i] == 0 and outcomes[i] == 1 for i in common),
-        "llm_calls": _mean([float(p.usage.get("llm_calls", 0)) for p in preds]),
-        "tokens": _mean([float(p.usage.get("prompt_tokens", 0) + p.usage.get("completion_tokens", 0)) for p in preds]),
-        "prompt_tokens": _mean([float(p.usage.get("prompt_tokens", 0)) for p in preds]),
+        "llm_calls": _mean([float(u.llm_calls or 0) for u in usages]),
+        "tokens": _mean([float((u.prompt_tokens or 0) + (u.completion_tokens or 0)) for u in usages]),
+        "prompt_tokens": _mean([float(u.prompt_tokens or 0) for u in usages]),
         "wall_s": _mean([p.latency_s for p in preds]),
     }  # fmt: skip
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from medagent.eval import BenchmarkMetrics, TextScorer, question_outcomes, score, score_open_ended
+from medagent.llm.usage import UsageRecord
 from medagent.report.loader import Run, labels
 from medagent.report.table import NA, Table, pct
 from medagent.report.usage import llm_calls, tool_calls
@@ -242,15 +243,16 @@ def cost_table(runs: Sequence[Run]) -> Table:
     names = labels(runs)
     for r in runs:
         preds = r.predictions
+        usages = [UsageRecord.from_dict(p.usage) for p in preds]
         rec = {
             **_key_record(r),
             "n": len(preds),
             "errors": sum(p.error is not None for p in preds),
-            "prompt_tokens": _mean([p.usage.get("prompt_tokens") for p in preds]),
-            "completion_tokens": _mean([p.usage.get("completion_tokens") for p in preds]),
+            "prompt_tokens": _mean([u.prompt_tokens for u in usages]),
+            "completion_tokens": _mean([u.completion_tokens for u in usages]),
             "llm_calls": _mean([llm_calls(p) for p in preds]),
-            "tool_calls": _mean([float(sum(tool_calls(p).values())) if "tool_calls" not in p.usage
-                                 else float(p.usage["tool_calls"]) for p in preds]),
+            "tool_calls": _mean([float(sum(tool_calls(p).values())) if u.tool_calls is None
+                                 else float(u.tool_calls) for p, u in zip(preds, usages, strict=True)]),
             "latency_s": _mean([p.latency_s for p in preds]),
             "total_latency_s": sum(p.latency_s for p in preds),
             "run_dir": str(r.path),

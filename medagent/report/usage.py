@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from medagent.llm.usage import UsageRecord
 from medagent.report.loader import Run, labels
 from medagent.report.table import Table
 from medagent.types import Prediction
@@ -48,8 +49,9 @@ def tool_calls(pred: Prediction, executed: bool = True) -> Counter[str]:
 def llm_calls(pred: Prediction) -> float | None:
     """LLM calls of one question: ``usage["llm_calls"]``, else counted from the trace (a step that reports
     its own prompt tokens is one call; a tool step reports its calls), else None."""
-    if "llm_calls" in pred.usage:
-        return float(pred.usage["llm_calls"])
+    counted = UsageRecord.from_dict(pred.usage).llm_calls
+    if counted is not None:
+        return float(counted)
     if not pred.trace:
         return None
     n = 0

@@ -63,7 +63,7 @@ def test_full_run_walks_all_four_phases_in_order() -> None:
     assert "covid swab" in a.text()
     d = result.to_dict()
     json.dumps(d)
-    assert d["n_turns"] == len(result.turns) and d["usage"]["calls"] > 0
+    assert d["n_turns"] == len(result.turns) and d["usage"]["llm_calls"] > 0
 
 
 @pytest.mark.parametrize("budget", [1, 3, 6])

@@ -19,7 +19,6 @@ from medagent.history.evaluation.metrics import (
     quote_supports,
     rouge_l,
 )
-from medagent.history.llmio import CallLog
 from medagent.history.simulation.reference import extract_reference, visible_turns
 from medagent.history.simulation.simulator import (
     DONT_KNOW,
@@ -28,6 +27,7 @@ from medagent.history.simulation.simulator import (
     fidelity_shares,
 )
 from medagent.interview.transcripts import parse_transcript
+from medagent.llm.usage import UsageRecord
 from tests.fakes import ScriptedChatModel, completion
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
 
@@ -150,7 +150,7 @@ def test_fidelity_judge_labels_and_shares() -> None:
     )
     asyncio.run(sim.answer("Any fever?"))
     asyncio.run(sim.answer("Any pets?"))
-    log = CallLog()
+    log = UsageRecord.calls(by_tag=True)
     labels = asyncio.run(judge.judge_all(sim.log, log))
     assert labels == ["supported", "invalid"]  # the second reply and its retry are both malformed
     assert any("no usable reply" in e for e in log.errors)
@@ -180,7 +180,7 @@ def test_fidelity_judge_invalid_after_retries() -> None:
         ScriptedChatModel(_fake_patient_llm), IV.turns, InterviewEvalConfig(simulator_exchanges=None)
     )
     asyncio.run(sim.answer("Any fever?"))
-    assert asyncio.run(judge.judge(sim.log[0], CallLog())) == "invalid"
+    assert asyncio.run(judge.judge(sim.log[0], UsageRecord.calls(by_tag=True))) == "invalid"
 
 
 def test_red_flag_extractor_keeps_flags_the_patient_affirms_in_their_own_words() -> None:
@@ -196,7 +196,7 @@ def test_red_flag_extractor_keeps_flags_the_patient_affirms_in_their_own_words()
     cfg = InterviewEvalConfig(red_flag_chunk_tokens=40)
     llm = ScriptedChatModel(lambda body: replies[min(len(llm.requests) - 1, 1)])
     ext = RedFlagExtractor(llm, HistoryAgentConfig().red_flags, cfg)
-    log = CallLog()
+    log = UsageRecord.calls(by_tag=True)
     assert asyncio.run(ext.extract(IV, log)) == ["haemoptysis"]
     assert len(llm.requests) > 1  # chunked
     assert "haemoptysis: coughing up blood" in llm.requests[0]["messages"][0]["content"]

@@ -34,8 +34,8 @@ from medagent.history.agent.state import (
     event_to_dict,
     transition,
 )
-from medagent.history.llmio import CallLog
 from medagent.llm.base import ChatModel
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 from medagent.services import Retriever
 
@@ -90,7 +90,7 @@ class InterviewResult:
     events: list[Event] = field(default_factory=list)
     turns: list[TurnRecord] = field(default_factory=list)
     finish_reason: str = ""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: UsageRecord = field(default_factory=UsageRecord)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -112,7 +112,7 @@ class InterviewResult:
             "final_state": self.final_state.to_dict(),
             "turns": [t.to_dict() for t in self.turns],
             "events": [event_to_dict(e) for e in self.events],
-            "usage": self.usage,
+            "usage": self.usage.to_dict(),
             "errors": list(self.errors),
         }
         if with_states:
@@ -188,7 +188,7 @@ class HistoryTakingAgent:
         }
 
     async def next_question(
-        self, state: InterviewState, *, events: list[Event] | None = None, log: CallLog | None = None
+        self, state: InterviewState, *, events: list[Event] | None = None, log: UsageRecord | None = None
     ) -> tuple[InterviewState, AskedQuestion | None]:
         """The state with the next question asked (pending), or ``(state, None)`` when it should end.
 
@@ -198,7 +198,7 @@ class HistoryTakingAgent:
             raise ValueError("the last question has no answer yet; call observe() first")
         if self.done_reason(state):
             return state, None
-        proposal = await self.policy.propose(state, log or CallLog())
+        proposal = await self.policy.propose(state, log or UsageRecord.calls(by_tag=True))
         for e in proposal.events:
             state = self._apply(state, e, events)
         if proposal.question is None:
@@ -211,20 +211,20 @@ class HistoryTakingAgent:
         answer: str,
         *,
         events: list[Event] | None = None,
-        log: CallLog | None = None,
+        log: UsageRecord | None = None,
     ) -> InterviewState:
         """Records the answer to the pending question, runs pre-processing and moves the phase."""
         state = self._apply(state, Answered(" ".join(answer.split())), events)
-        update = await preprocess(self.llm, state, self.cfg, log or CallLog())
+        update = await preprocess(self.llm, state, self.cfg, log or UsageRecord.calls(by_tag=True))
         state = self._apply(state, update, events)
         move = next_phase(state, self.rules)
         if move is not None:
             state = self._apply(state, PhaseChanged(*move), events)
         return state
 
-    async def finish(self, state: InterviewState, *, log: CallLog | None = None) -> Assessment:
+    async def finish(self, state: InterviewState, *, log: UsageRecord | None = None) -> Assessment:
         """Clinical summary -> guideline retrieval -> grounded assessment."""
-        log = log or CallLog()
+        log = log or UsageRecord.calls(by_tag=True)
         messages = load_prompt("history_summary").render(
             transcript=state.transcript(),
             summary=state.summary,
@@ -244,7 +244,7 @@ class HistoryTakingAgent:
         return result
 
     async def step(
-        self, state: InterviewState, *, events: list[Event] | None = None, log: CallLog | None = None
+        self, state: InterviewState, *, events: list[Event] | None = None, log: UsageRecord | None = None
     ) -> Step:
         """The next question to put, or why the interview ends: the one decision of every turn, made here
         for both the batch run (``run``) and the HTTP sessions (``medagent.history.live.sessions``)."""
@@ -260,7 +260,7 @@ class HistoryTakingAgent:
     async def run(self, patient: Patient, *, transcript: str | None = None) -> InterviewResult:
         """Interviews ``patient`` to completion and assesses (``transcript`` is ignored: the agent asks)."""
         del transcript
-        log = CallLog()
+        log = UsageRecord.calls(by_tag=True)
         events: list[Event] = []
         state = self.start()
         states = [state]
@@ -300,7 +300,7 @@ class HistoryTakingAgent:
             events=events,
             turns=turns,
             finish_reason=step.finish_reason,
-            usage=log.to_dict(),
+            usage=log,
             errors=list(log.errors),
         )
 

@@ -9,24 +9,35 @@ after the retries is ``valid=False`` with empty fields: it is scored as a failur
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, create_model, model_validator
 
 from medagent.config import HistoryAgentConfig
-from medagent.history.agent.preprocess import summary_parser
-from medagent.history.llmio import (
-    CallLog,
-    MalformedReply,
-    array,
-    ask_json,
-    json_format,
-    obj_schema,
-    require_list,
-    require_str,
-    string,
-)
+from medagent.history.agent.preprocess import SummaryReply
 from medagent.llm.base import ChatModel
+from medagent.llm.structured import Output, Text, ask, capped_list, capped_str, enum_str, response_format
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 from medagent.services import Doc, Retriever
+
+
+def _or_empty(value: Any) -> str:
+    return str(value or "")
+
+
+def _or_none(value: Any) -> Any:
+    return value or []
+
+
+def _texts(value: Any) -> Any:
+    """A list's items as text (a small model writes a number or an object as a step)."""
+    return [str(s) for s in value] if isinstance(value, list) else value
+
+
+def _texts_or_none(value: Any) -> Any:
+    return _texts(_or_none(value))
 
 
 @dataclass(frozen=True)
@@ -77,27 +88,26 @@ class Assessment:
 
 
 async def summarise(
-    llm: ChatModel, cfg: HistoryAgentConfig, messages: list[dict[str, Any]], *, tag: str, log: CallLog
+    llm: ChatModel, cfg: HistoryAgentConfig, messages: list[dict[str, Any]], *, tag: str, log: UsageRecord
 ) -> tuple[str | None, list[str]]:
     """One clinical summary (``{"summary": ...}``) of what ``messages`` show; None when it stays malformed.
 
     The agent summarises its own state, the single-shot baseline the whole transcript: same call, so
     both arms are decoded under the same schema and budgets."""
-    return await ask_json(
+    reply = await ask(
         llm,
         messages,
-        summary_parser,
+        SummaryReply,
         prompt="clinical_summary",
+        json_schema_ok=cfg.json_schema,
         tag=tag,
-        log=log,
-        response_format=json_format("clinical_summary", obj_schema({"summary": string(1500)}))
-        if cfg.json_schema
-        else None,
+        usage=log,
         max_tokens=cfg.max_tokens_summary,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
         max_retries=cfg.max_retries,
     )
+    return (reply.value.summary if reply.value else None), reply.errors
 
 
 # Characters of each passage kept with the assessment: enough for a reader (the patient page) to see what a
@@ -127,48 +137,58 @@ async def retrieve_passages(retriever: Retriever, summary: str, cfg: HistoryAgen
     )
 
 
+class DiagnosisReply(Output):
+    diagnosis: capped_str(100)  # type: ignore[valid-type]
+    reason: Annotated[capped_str(300), BeforeValidator(_or_empty)] = ""  # type: ignore[valid-type]
+    citations: Annotated[list[Text], BeforeValidator(_or_none)] = []
+
+
+class AssessmentReply(Output):
+    """The ``history_assessment`` reply (``assessment_model`` gives the schema of one request)."""
+
+    statement: capped_str(1500)  # type: ignore[valid-type]
+    differential: list[DiagnosisReply]
+    next_steps: Annotated[capped_list(capped_str(200), 6), BeforeValidator(_texts)]  # type: ignore[valid-type]
+    red_flags: Annotated[capped_list(capped_str(160), 6), BeforeValidator(_texts_or_none)] = []  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _usable(self) -> AssessmentReply:
+        self.statement = " ".join(self.statement.split())
+        if not self.statement and not self.differential:
+            raise ValueError("neither a statement nor a differential")
+        return self
+
+
+@lru_cache(maxsize=32)
+def assessment_model(passage_ids: tuple[str, ...], max_hypotheses: int) -> type[AssessmentReply]:
+    """``AssessmentReply`` whose schema lets a diagnosis cite only the given passages (none: no citation)."""
+    cite = capped_list(enum_str(passage_ids), 4) if passage_ids else capped_list(str, 0)
+    dx = create_model("CitedDiagnosis", __base__=DiagnosisReply, citations=(cite, ...))
+    return create_model(
+        "HistoryAssessment", __base__=AssessmentReply, differential=(capped_list(dx, max_hypotheses), ...)
+    )
+
+
 def assessment_schema(passage_ids: list[str], max_hypotheses: int) -> dict[str, Any]:
-    cite: dict[str, Any] = (
-        array({"type": "string", "enum": passage_ids}, 4)
-        if passage_ids
-        else {"type": "array", "items": {"type": "string"}, "maxItems": 0}
-    )
-    dx = obj_schema({"diagnosis": string(100), "reason": string(300), "citations": cite})
-    return json_format(
-        "history_assessment",
-        obj_schema(
-            {
-                "statement": string(1500),
-                "differential": array(dx, max_hypotheses),
-                "next_steps": array(string(200), 6),
-                "red_flags": array(string(160), 6),
-            }
-        ),
-    )
+    return response_format("history_assessment", assessment_model(tuple(passage_ids), max_hypotheses))
 
 
-def parse_assessment(obj: dict[str, Any], passage_ids: set[str], errors: list[str]) -> Assessment:
-    """Raises ``MalformedReply`` on a wrong shape; unknown citations are dropped into ``errors``."""
-    statement = " ".join(require_str(obj, "statement").split())
+def read_assessment(reply: AssessmentReply, passage_ids: set[str], errors: list[str]) -> Assessment:
+    """The assessment of a valid reply; citations of passages not given are dropped into ``errors``."""
     dxs: list[AssessedDiagnosis] = []
-    for d in require_list(obj, "differential"):
-        if not (isinstance(d, dict) and isinstance(d.get("diagnosis"), str)):
-            raise MalformedReply("each differential entry needs a 'diagnosis' string")
+    for d in reply.differential:
         cites: list[str] = []
-        for c in d.get("citations") or []:
-            if str(c) in passage_ids:
-                cites.append(str(c))
+        for c in d.citations:
+            if c in passage_ids:
+                cites.append(c)
             else:
-                errors.append(f"assessment: citation {str(c)[:60]!r} is not a given passage id; dropped")
-        dxs.append(
-            AssessedDiagnosis(d["diagnosis"].strip(), str(d.get("reason") or "").strip(), tuple(cites))
-        )
-    steps = [str(s).strip() for s in require_list(obj, "next_steps") if str(s).strip()]
-    flags = [str(s).strip() for s in obj.get("red_flags") or [] if str(s).strip()]
-    if not statement and not dxs:
-        raise MalformedReply("neither a statement nor a differential")
+                errors.append(f"assessment: citation {c[:60]!r} is not a given passage id; dropped")
+        dxs.append(AssessedDiagnosis(d.diagnosis.strip(), d.reason.strip(), tuple(cites)))
     return Assessment(
-        statement=statement, differential=tuple(dxs), next_steps=tuple(steps), red_flags=tuple(flags)
+        statement=reply.statement,
+        differential=tuple(dxs),
+        next_steps=tuple(s.strip() for s in reply.next_steps if s.strip()),
+        red_flags=tuple(s.strip() for s in reply.red_flags if s.strip()),
     )
 
 
@@ -179,7 +199,7 @@ async def assess(
     summary: str,
     findings: str,
     passages: list[Doc],
-    log: CallLog,
+    log: UsageRecord,
 ) -> Assessment:
     """The final assessment from a summary, the gathered findings and the retrieved passages."""
     ids = [d.id for d in passages]
@@ -191,20 +211,22 @@ async def assess(
             for d in passages
         ],
     )
-    cite_errors: list[str] = []
-    result, errors = await ask_json(
+    reply = await ask(
         llm,
         messages,
-        lambda obj: parse_assessment(obj, set(ids), cite_errors),
+        assessment_model(tuple(ids), cfg.max_hypotheses),
         prompt="history_assessment",
+        json_schema_ok=cfg.json_schema,
         tag="assessment",
-        log=log,
-        response_format=assessment_schema(ids, cfg.max_hypotheses) if cfg.json_schema else None,
+        usage=log,
         max_tokens=cfg.max_tokens_assessment,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
         max_retries=cfg.max_retries,
     )
+    errors = reply.errors
+    cite_errors: list[str] = []
+    result = None if reply.value is None else read_assessment(reply.value, set(ids), cite_errors)
     log.errors.extend(cite_errors)
     meta = tuple(passage_meta(d) for d in passages)
     if result is None:

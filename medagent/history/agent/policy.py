@@ -23,7 +23,8 @@ finishes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import field_validator
 
 from medagent.history.agent.phases import Rules, ranked_slots, slot_pass, slot_values
 from medagent.history.agent.preprocess import render_differential, slot_table
@@ -40,29 +41,32 @@ from medagent.history.agent.state import (
     Phase,
     transition,
 )
-from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, require_str
 from medagent.llm.base import ChatModel
+from medagent.llm.structured import Output, ask, capped_str, enum_str
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
 
-def question_schema() -> dict[str, Any]:
-    slots = [s.name for s in SLOTS] + [NO_SLOT]
-    return json_format(
-        "history_question",
-        obj_schema(
-            {"question": {"type": "string", "maxLength": 240}, "slot": {"type": "string", "enum": slots}}
-        ),
-    )
+class QuestionReply(Output):
+    """The ``history_question`` reply: the question, and the slot it actually asks about."""
 
+    question: capped_str(240)  # type: ignore[valid-type]
+    slot: enum_str([*(s.name for s in SLOTS), NO_SLOT])  # type: ignore[valid-type]
 
-def parse_question(obj: dict[str, Any]) -> tuple[str, str]:
-    text = " ".join(require_str(obj, "question").split())
-    if len(text) < 3:
-        raise MalformedReply("'question' is empty")
-    slot = obj.get("slot")
-    if slot not in SLOT_BY_NAME and slot != NO_SLOT:
-        raise MalformedReply(f"'slot' must be a slot name or {NO_SLOT!r}, got {str(slot)[:40]!r}")
-    return text, str(slot)
+    @field_validator("question")
+    @classmethod
+    def _question(cls, value: str) -> str:
+        text = " ".join(value.split())
+        if len(text) < 3:
+            raise ValueError("'question' is empty")
+        return text
+
+    @field_validator("slot")
+    @classmethod
+    def _slot(cls, value: str) -> str:
+        if value not in SLOT_BY_NAME and value != NO_SLOT:
+            raise ValueError(f"'slot' must be a slot name or {NO_SLOT!r}, got {value[:40]!r}")
+        return value
 
 
 def fallback_question(slot: str, state: InterviewState) -> str:
@@ -109,7 +113,7 @@ class QuestionPolicy:
         self.checker = checker
 
     async def _phrase(
-        self, state: InterviewState, slot: str, blocked: BlockedQuestion | None, log: CallLog
+        self, state: InterviewState, slot: str, blocked: BlockedQuestion | None, log: UsageRecord
     ) -> tuple[str, str]:
         spec = SLOT_BY_NAME.get(slot)
         messages = load_prompt("history_question").render(
@@ -124,27 +128,27 @@ class QuestionPolicy:
             blocked=blocked.text if blocked else "",
             blocked_reason=blocked.reason if blocked else "",
         )
-        reply, _errors = await ask_json(
+        reply = await ask(
             self.llm,
             messages,
-            parse_question,
+            QuestionReply,
             prompt="history_question",
+            json_schema_ok=self.cfg.json_schema,
             tag=f"turn {state.turn} question ({slot})",
-            log=log,
-            response_format=question_schema() if self.cfg.json_schema else None,
+            usage=log,
             max_tokens=self.cfg.max_tokens_question,
             temperature=self.cfg.temperature,
             top_p=self.cfg.top_p,
             max_retries=self.cfg.max_retries,
         )
-        if reply is None:
+        if reply.value is None:
             return fallback_question(slot, state), slot
-        text, said = reply
+        text, said = reply.value.question, reply.value.slot
         # The model may drift to another slot: the check below uses the slot it says it asks about; a
         # question about "other" outside Confirmation keeps the chosen target.
         return text, said if said != NO_SLOT or slot == NO_SLOT else slot
 
-    async def propose(self, state: InterviewState, log: CallLog) -> Proposal:
+    async def propose(self, state: InterviewState, log: UsageRecord) -> Proposal:
         """The next question for ``state`` (phase and opening handled here), with any blocked proposals."""
         events: list[Event] = []
         if not state.asked:

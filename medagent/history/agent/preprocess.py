@@ -4,7 +4,7 @@ The paper's pre-processing steps (summarise, extract slots, update the different
 JSON-schema-constrained request per turn here, to keep a CPU turn at one update call plus one question
 call. Each field of the reply is validated on its own: a field of the wrong shape is recorded in
 ``Updated.errors`` and left out (the state keeps its previous value), the rest is used. A reply with no
-JSON object at all is retried (``llmio.ask_json``) and, failing that, the turn changes nothing but the
+JSON object at all is retried (``medagent.llm.structured.ask_with``) and, failing that, the turn changes nothing but the
 recorded error.
 
 Red flags need evidence, as on the reference side: each flag comes with the patient's own words, and a
@@ -16,7 +16,10 @@ a quote, or with one the patient did not say or denied ("no blood when I cough")
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BeforeValidator, Strict, ValidationError, create_model, field_validator
 
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent.state import (
@@ -27,42 +30,62 @@ from medagent.history.agent.state import (
     is_informative,
     normalise_differential,
 )
-from medagent.history.llmio import (
-    CallLog,
-    MalformedReply,
-    array,
-    ask_json,
-    json_format,
-    obj_schema,
-    require_str,
-    string,
-)
-from medagent.history.simulation.reference import quote_supports
+from medagent.history.simulation.reference import FlagQuote, flag_quote_model, quote_supports
 from medagent.llm.base import ChatModel
+from medagent.llm.structured import (
+    MalformedReply,
+    Output,
+    ask_with,
+    capped_list,
+    capped_str,
+    enum_str,
+    json_object,
+    response_format,
+)
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
 ROUTES = ("question", "retrieve")
+ItemT = TypeVar("ItemT", bound=Output)
+
+
+def _or_empty(value: Any) -> str:
+    return str(value or "")
+
+
+class Fact(Output):
+    """One slot filled by the patient's answer."""
+
+    slot: enum_str([s.name for s in SLOTS])  # type: ignore[valid-type]
+    value: capped_str(160)  # type: ignore[valid-type]
+
+
+class Hypothesis(Output):
+    """One entry of the differential. A probability must be a JSON number, not a numeral in a string."""
+
+    diagnosis: capped_str(80)  # type: ignore[valid-type]
+    probability: Annotated[float, Strict()]
+    reason: Annotated[capped_str(160), BeforeValidator(_or_empty)] = ""  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=32)
+def update_model(red_flags: tuple[str, ...], max_facts: int, max_hypotheses: int) -> type[Output]:
+    """The per-turn update's output model: the schema the model is constrained by. ``parse_update`` reads a
+    reply field by field with the item models, so one bad field does not cost the others."""
+    fields: dict[str, Any] = {
+        "summary": (capped_str(800), ...),
+        "facts": (capped_list(Fact, max_facts), ...),
+        "differential": (capped_list(Hypothesis, max_hypotheses), ...),
+        "red_flags": (capped_list(flag_quote_model(red_flags), len(red_flags)), ...),
+        "route": (enum_str(ROUTES), ...),
+    }
+    return create_model("HistoryUpdate", __base__=Output, **fields)
 
 
 def update_schema(cfg: HistoryAgentConfig) -> dict[str, Any]:
     """The ``response_format`` of the per-turn update."""
-    fact = obj_schema({"slot": {"type": "string", "enum": [s.name for s in SLOTS]}, "value": string(160)})
-    hypothesis = obj_schema(
-        {"diagnosis": string(80), "probability": {"type": "number"}, "reason": string(160)}
-    )
-    schema = obj_schema(
-        {
-            "summary": string(800),
-            "facts": array(fact, cfg.max_facts_per_turn),
-            "differential": array(hypothesis, cfg.max_hypotheses),
-            "red_flags": array(
-                obj_schema({"id": {"type": "string", "enum": list(cfg.red_flags)}, "quote": string(200)}),
-                len(cfg.red_flags),
-            ),
-            "route": {"type": "string", "enum": list(ROUTES)},
-        }
-    )
-    return json_format("history_update", schema)
+    model = update_model(tuple(cfg.red_flags), cfg.max_facts_per_turn, cfg.max_hypotheses)
+    return response_format("history_update", model)
 
 
 def parse_update(obj: dict[str, Any], cfg: HistoryAgentConfig, patient_lines: Sequence[str] = ()) -> Updated:
@@ -86,24 +109,19 @@ def parse_update(obj: dict[str, Any], cfg: HistoryAgentConfig, patient_lines: Se
         errors.append("update: facts is not a list; no slot filled this turn")
         raw_facts = []
     for f in raw_facts:
-        if not (isinstance(f, dict) and isinstance(f.get("slot"), str) and isinstance(f.get("value"), str)):
+        fact = _item(Fact, f)
+        if fact is None:
             errors.append(f"update: fact {str(f)[:80]!r} is not {{slot, value}}; dropped")
-        elif f["slot"] not in SLOT_BY_NAME:
-            errors.append(f"update: unknown slot {f['slot']!r}; dropped")
-        elif is_informative(f["value"]):
-            facts.append((f["slot"], " ".join(f["value"].split())))
+        elif fact.slot not in SLOT_BY_NAME:
+            errors.append(f"update: unknown slot {fact.slot!r}; dropped")
+        elif is_informative(fact.value):
+            facts.append((fact.slot, " ".join(fact.value.split())))
     differential = None
     raw_diff = obj.get("differential")
     if raw_diff is not None:
-        items: list[tuple[str, float, str]] = []
-        ok = isinstance(raw_diff, list)
-        for h in raw_diff if ok else []:
-            p = h.get("probability") if isinstance(h, dict) else None
-            if isinstance(h, dict) and isinstance(h.get("diagnosis"), str) and isinstance(p, int | float):
-                items.append((h["diagnosis"], float(p), str(h.get("reason") or "")))
-            else:
-                ok = False
-        if ok:
+        hypotheses = [_item(Hypothesis, h) for h in raw_diff] if isinstance(raw_diff, list) else [None]
+        if all(h is not None for h in hypotheses):
+            items = [(h.diagnosis, h.probability, h.reason) for h in hypotheses if h is not None]
             differential = normalise_differential(items, cfg.max_hypotheses)
         else:
             errors.append(
@@ -112,16 +130,17 @@ def parse_update(obj: dict[str, Any], cfg: HistoryAgentConfig, patient_lines: Se
     flags: list[str] = []
     raw_flags = obj.get("red_flags", [])
     for f in raw_flags if isinstance(raw_flags, list) else []:
-        fid = f.get("id") if isinstance(f, dict) else f
-        quote = str(f.get("quote") or "") if isinstance(f, dict) else ""
-        if not isinstance(fid, str) or fid not in cfg.red_flags:
+        # A bare id (no quote) is read too, and then dropped for want of the patient's words.
+        flag = _item(FlagQuote, f if isinstance(f, dict) else {"id": f})
+        if flag is None or flag.id not in cfg.red_flags:
+            fid = f.get("id") if isinstance(f, dict) else f
             errors.append(f"update: unknown red flag {str(fid)[:60]!r}; dropped")
-        elif not quote_supports(quote, patient_lines):
+        elif not quote_supports(flag.quote, patient_lines):
             errors.append(
-                f"update: red flag {fid} dropped, {quote[:80]!r} is not the patient's affirmed words"
+                f"update: red flag {flag.id} dropped, {flag.quote[:80]!r} is not the patient's affirmed words"
             )
         else:
-            flags.append(fid)
+            flags.append(flag.id)
     if not isinstance(raw_flags, list):
         errors.append("update: red_flags is not a list; ignored")
     route = obj.get("route")
@@ -136,6 +155,14 @@ def parse_update(obj: dict[str, Any], cfg: HistoryAgentConfig, patient_lines: Se
         route=route,
         errors=tuple(errors),
     )
+
+
+def _item(model: type[ItemT], value: Any) -> ItemT | None:
+    """One list item of an update reply read as ``model``; None when it does not fit."""
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        return None
 
 
 def slot_table(state: InterviewState) -> list[dict[str, str]]:
@@ -158,7 +185,9 @@ def render_differential(state: InterviewState) -> list[dict[str, Any]]:
     ]
 
 
-async def preprocess(llm: ChatModel, state: InterviewState, cfg: HistoryAgentConfig, log: CallLog) -> Updated:
+async def preprocess(
+    llm: ChatModel, state: InterviewState, cfg: HistoryAgentConfig, log: UsageRecord
+) -> Updated:
     """The update event for the state's last answered question (module docstring)."""
     last = state.asked[-1] if state.asked else None
     messages = load_prompt("history_update").render(
@@ -171,19 +200,20 @@ async def preprocess(llm: ChatModel, state: InterviewState, cfg: HistoryAgentCon
         max_hypotheses=cfg.max_hypotheses,
     )
     patient_lines = [q.answer for q in state.asked if q.answer]
-    update, errors = await ask_json(
+    reply = await ask_with(
         llm,
         messages,
-        lambda obj: parse_update(obj, cfg, patient_lines),
+        lambda text: parse_update(json_object(text), cfg, patient_lines),
         prompt="history_update",
+        fmt=update_schema(cfg) if cfg.json_schema else None,
         tag=f"turn {state.turn} update",
-        log=log,
-        response_format=update_schema(cfg) if cfg.json_schema else None,
+        usage=log,
         max_tokens=cfg.max_tokens_update,
         temperature=cfg.temperature,
         top_p=cfg.top_p,
         max_retries=cfg.max_retries,
     )
+    update, errors = reply.value, reply.errors
     if update is None:
         return Updated(errors=tuple(errors))
     log.errors.extend(update.errors)
@@ -197,8 +227,14 @@ async def preprocess(llm: ChatModel, state: InterviewState, cfg: HistoryAgentCon
     )
 
 
-def summary_parser(obj: dict[str, Any]) -> str:
-    text = require_str(obj, "summary").strip()
-    if not text:
-        raise MalformedReply("'summary' is empty")
-    return text
+class SummaryReply(Output):
+    """The ``clinical_summary`` reply."""
+
+    summary: capped_str(1500)  # type: ignore[valid-type]
+
+    @field_validator("summary")
+    @classmethod
+    def _summary(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("'summary' is empty")
+        return value.strip()

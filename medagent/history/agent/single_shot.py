@@ -15,8 +15,8 @@ from medagent.history.agent.amq import InterviewResult, Patient
 from medagent.history.agent.assessment import assess, summarise
 from medagent.history.agent.modes import register_history_mode
 from medagent.history.agent.state import Answered, Asked, AskedQuestion, InterviewState, transition
-from medagent.history.llmio import CallLog
 from medagent.llm.base import ChatModel
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
 
@@ -35,7 +35,7 @@ class SingleShotBaseline:
         self.cfg = cfg
 
     async def run(self, patient: Patient | None = None, *, transcript: str | None = None) -> InterviewResult:
-        log = CallLog()
+        log = UsageRecord.calls(by_tag=True)
         state = InterviewState()
         if transcript is None:
             if patient is None:
@@ -66,7 +66,7 @@ class SingleShotBaseline:
             final_state=state,
             states=[state],
             finish_reason="single shot",
-            usage=log.to_dict(),
+            usage=log,
             errors=list(log.errors),
         )
 

@@ -38,11 +38,12 @@ from medagent.history.agent.modes import history_mode
 from medagent.history.agent.redundancy import TextEmbedder, redundant_share
 from medagent.history.evaluation import fidelity
 from medagent.history.evaluation.row import InterviewRow
-from medagent.history.llmio import CallLog, array, ask_json, json_format, obj_schema, require_list, string
-from medagent.history.simulation.reference import Reference, quote_supports, render_turns
+from medagent.history.simulation.reference import Reference, quote_supports, red_flags_model, render_turns
 from medagent.history.simulation.simulator import fidelity_shares
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import ChatModel
+from medagent.llm.structured import ask
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -110,34 +111,29 @@ class RedFlagExtractor:
         self.cfg = cfg
         self.json_schema = json_schema
 
-    def _parse(self, obj: dict[str, Any]) -> list[tuple[str, str]]:
-        out = []
-        for f in require_list(obj, "red_flags"):
-            if isinstance(f, dict) and f.get("id") in self.red_flags:
-                out.append((str(f["id"]), str(f.get("quote") or "")))
-        return out
-
-    async def extract(self, interview: Interview, log: CallLog) -> list[str]:
+    async def extract(self, interview: Interview, log: UsageRecord) -> list[str]:
         from medagent.interview.annotate.llm import chunk_turns
 
-        flag = obj_schema({"id": {"type": "string", "enum": list(self.red_flags)}, "quote": string(200)})
-        fmt = json_format("red_flags", obj_schema({"red_flags": array(flag, len(self.red_flags))}))
+        output = red_flags_model(tuple(self.red_flags))
         found: list[str] = []
         for chunk in chunk_turns(interview.turns, self.cfg.red_flag_chunk_tokens):
-            flags, _ = await ask_json(
+            reply = await ask(
                 self.llm,
                 load_prompt("history_red_flags").render(
                     transcript=render_turns(chunk), red_flag_definitions=self.red_flags
                 ),
-                self._parse,
+                output,
                 prompt="history_red_flags",
+                schema_name="red_flags",
+                json_schema_ok=self.json_schema,
                 tag=f"red flags (turns {chunk[0].index}-{chunk[-1].index})",
-                log=log,
-                response_format=fmt if self.json_schema else None,
+                usage=log,
                 max_tokens=self.cfg.red_flag_max_tokens,
+                max_retries=1,
             )
+            flags = reply.value.red_flags if reply.value else []
             patient = [t.text for t in chunk if t.speaker == "patient"]
-            for fid, quote in flags or []:
+            for fid, quote in ((f.id, f.quote) for f in flags if f.id in self.red_flags):
                 if not quote_supports(quote, patient):
                     log.errors.append(
                         f"red flags: {fid} dropped, {quote[:80]!r} is not the patient's affirmed words"

@@ -127,7 +127,7 @@ class RunRecords:
 
 def _calls(row: dict[str, Any]) -> int:
     """Model calls of one interview: the agent's, the simulator's and the evaluation's (judge, red flags)."""
-    return sum(int(u.get("calls", 0)) for u in InterviewRow.from_dict(row).usages)
+    return sum(u.llm_calls or 0 for u in InterviewRow.from_dict(row).usages)
 
 
 def time_by_kind(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -136,10 +136,11 @@ def time_by_kind(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     total: dict[str, dict[str, float]] = {}
     for row in rows:
         for usage in InterviewRow.from_dict(row).usages:
-            for kind, u in (usage.get("by_tag") or {}).items():
+            for kind, u in (usage.by_tag or {}).items():
                 t = total.setdefault(kind, {"calls": 0.0, "latency_s": 0.0, "completion_tokens": 0.0})
-                for k in t:
-                    t[k] += float(u.get(k, 0))
+                t["calls"] += u.llm_calls or 0
+                t["latency_s"] += u.llm_s or 0.0
+                t["completion_tokens"] += u.completion_tokens or 0
     n = max(len(rows), 1)
     return {k: {m: round(v / n, 2) for m, v in t.items()} for k, t in sorted(total.items())}
 
@@ -228,19 +229,20 @@ def turns_figure(runs: Sequence[RunRecords], path: Path) -> Path:
 
 def timeline_figure(row: dict[str, Any], path: Path) -> Path | None:
     """One amq interview: phase bands, completeness and entropy after each answer, red flags."""
-    turns = (row.get("result") or {}).get("turns") or []
+    interview = InterviewRow.from_dict(row)
+    turns = interview.turns
     if not turns:
         return None
     fig = Figure(figsize=(8.0, 3.6))
     ax = fig.subplots()
-    xs = [t["turn"] + 1 for t in turns]
+    xs = [t.turn + 1 for t in turns]
     for x, t in zip(xs, turns, strict=True):
-        ax.axvspan(x - 0.5, x + 0.5, color=PHASE_COLOURS.get(t["phase"], "#eeeeee"), linewidth=0)
-    ax.plot(xs, [t["completeness"] for t in turns], marker="o", label="completeness C")
-    ax.plot(xs, [t["entropy"] for t in turns], marker="s", label="differential entropy")
+        ax.axvspan(x - 0.5, x + 0.5, color=PHASE_COLOURS.get(t.phase, "#eeeeee"), linewidth=0)
+    ax.plot(xs, [t.completeness for t in turns], marker="o", label="completeness C")
+    ax.plot(xs, [t.entropy for t in turns], marker="s", label="differential entropy")
     seen: set[str] = set()
     for x, t in zip(xs, turns, strict=True):
-        new = [f for f in t.get("red_flags") or [] if f not in seen]
+        new = [f for f in t.red_flags or () if f not in seen]
         seen.update(new)
         if new:
             ax.annotate("red flag: " + ", ".join(new), (x, 0.95), fontsize=7, color="darkred", rotation=90,
@@ -251,7 +253,7 @@ def timeline_figure(row: dict[str, Any], path: Path) -> Path | None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("turn (question asked)")
-    ax.set_title(f"{row['interview_id']}: {row['result'].get('finish_reason', '')}", fontsize=9)
+    ax.set_title(f"{interview.interview_id}: {interview.finish_reason}", fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     return _save(fig, path)
 

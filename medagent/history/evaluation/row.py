@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from medagent.history.agent.amq import TurnRecord
+from medagent.llm.usage import UsageRecord
+
 # Written in this order; a key whose value is None is left out (a skipped row has no ``result``).
 _KEYS = (
     "interview_id",
@@ -44,7 +47,7 @@ class InterviewRow:
         result: ``InterviewResult.to_dict()``.
         record: ``InterviewRecord.to_dict()``: the interview's scores.
         simulator: The simulated patient's answers, each with its fidelity label.
-        simulator_usage: The simulator's model calls (``CallLog.to_dict()`` plus ``errors``).
+        simulator_usage: The simulator's model calls (``UsageRecord.to_dict()`` plus ``errors``).
         eval_usage: The judge's and the reference red-flag extractor's model calls, likewise.
         elapsed_s: Wall time of the interview.
         extra: Keys this version does not know, kept as read.
@@ -83,10 +86,23 @@ class InterviewRow:
         return not self.error and not self.skipped and self.result is not None
 
     @property
-    def usages(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    def usages(self) -> tuple[UsageRecord, UsageRecord, UsageRecord]:
         """Model calls of the agent, the simulator and the evaluation (empty where the row has none)."""
-        agent = (self.result or {}).get("usage") or {}
-        return agent, self.simulator_usage or {}, self.eval_usage or {}
+        result = self.result or {}
+        return tuple(
+            UsageRecord.from_dict(u) for u in (result.get("usage"), self.simulator_usage, self.eval_usage)
+        )  # type: ignore[return-value]
+
+    @property
+    def turns(self) -> list[TurnRecord]:
+        """The agent's turn log (none for a single_shot interview or a row that was not scored)."""
+        known = {f.name for f in fields(TurnRecord)}
+        turns = (self.result or {}).get("turns", [])
+        return [TurnRecord(**{k: v for k, v in t.items() if k in known}) for t in turns or []]
+
+    @property
+    def finish_reason(self) -> str:
+        return str((self.result or {}).get("finish_reason", ""))
 
     @property
     def asked(self) -> list[str]:

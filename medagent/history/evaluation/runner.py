@@ -25,11 +25,11 @@ from medagent.history.agent.redundancy import TextEmbedder
 from medagent.history.agent.single_shot import SingleShotBaseline
 from medagent.history.evaluation.metrics import RedFlagExtractor, interview_record
 from medagent.history.evaluation.row import InterviewRow
-from medagent.history.llmio import CallLog
 from medagent.history.simulation.reference import ClosingRule, extract_reference, render_turns, visible_turns
 from medagent.history.simulation.simulator import FidelityJudge, PatientSimulator
 from medagent.interview.transcripts import Interview
 from medagent.llm.base import ChatModel
+from medagent.llm.usage import UsageRecord
 
 
 def arm_name(cfg: HistoryAgentConfig) -> str:
@@ -108,7 +108,7 @@ async def evaluate_interview(
         baseline_transcript(agent.cfg, render_turns(seen), own_transcript) if mode.reads_context else None
     )
     result: InterviewResult = await agent.run(simulator, transcript=transcript)
-    eval_log = CallLog()
+    eval_log = UsageRecord.calls(by_tag=True)
     labels: list[str] = []
     if cfg.judge_fidelity and simulator.log:
         judge = FidelityJudge(llm, cfg, json_schema=json_schema, source=seen, embedder=embedder)

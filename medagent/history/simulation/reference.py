@@ -24,11 +24,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, create_model
 
 from medagent.interview.annotate.questions import question_text
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import Turn
+from medagent.llm.structured import Output, capped_list, capped_str, enum_str
 
 CLOSING_CUE = re.compile(
     r"\b(?:we(?:'ll| will| would| want to| can| could| should| are going to|'re going to| need to)|"
@@ -114,6 +118,44 @@ def extract_reference(interview: Interview, rule: ClosingRule | None = None) -> 
         visible_until=closing[0] if closing else len(turns),
         usable=_words(statement) >= rule.min_total_words,
     )
+
+
+def _or_empty(value: Any) -> str:
+    return str(value or "")
+
+
+class FlagQuote(Output):
+    """A red flag named by a model, with the patient's words that show it (checked by ``quote_supports``).
+    Reading accepts any id and a missing quote: the caller drops and records what it cannot use."""
+
+    id: str
+    quote: Annotated[capped_str(200), BeforeValidator(_or_empty)] = ""  # type: ignore[valid-type]
+
+
+@lru_cache(maxsize=32)
+def flag_quote_model(ids: tuple[str, ...]) -> type[FlagQuote]:
+    """``FlagQuote`` whose schema restricts ``id`` to the configured red flags."""
+    return create_model("RedFlagQuote", __base__=FlagQuote, id=(enum_str(ids), ...))
+
+
+def _flag_items(value: Any) -> Any:
+    """The items that name a flag; the rest of a list are skipped, as a reader of the transcript would."""
+    if not isinstance(value, list):
+        return value
+    return [f for f in value if isinstance(f, dict) and isinstance(f.get("id"), str)]
+
+
+class RedFlagsReply(Output):
+    """The reference extractor's reply (``history_red_flags``)."""
+
+    red_flags: Annotated[list[FlagQuote], BeforeValidator(_flag_items)]
+
+
+@lru_cache(maxsize=32)
+def red_flags_model(ids: tuple[str, ...]) -> type[RedFlagsReply]:
+    """``RedFlagsReply`` with the configured flags' schema: one entry per flag at most."""
+    flags: Any = Annotated[capped_list(flag_quote_model(ids), len(ids)), BeforeValidator(_flag_items)]
+    return create_model("RedFlags", __base__=RedFlagsReply, red_flags=(flags, ...))
 
 
 def quote_supports(quote: str, patient_lines: Sequence[str]) -> bool:

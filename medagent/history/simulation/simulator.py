@@ -21,16 +21,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated
 
 import numpy as np
+from pydantic import BeforeValidator, field_validator
 
 from medagent.config import InterviewEvalConfig
 from medagent.history.agent.redundancy import TextEmbedder, cosine_matrix
-from medagent.history.llmio import CallLog, MalformedReply, ask_json, json_format, obj_schema, string
 from medagent.history.simulation.reference import exchanges, render_turns
 from medagent.interview.types import Turn
 from medagent.llm.base import ChatModel
+from medagent.llm.structured import Output, ask, capped_str, enum_str
+from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
 FIDELITY_LABELS = ("supported", "contradicts", "beyond_source")
@@ -61,7 +63,7 @@ class PatientSimulator:
     cfg: InterviewEvalConfig
     embedder: TextEmbedder | None = None
     log: list[SimulatedExchange] = field(default_factory=list)
-    calls: CallLog = field(default_factory=CallLog)
+    calls: UsageRecord = field(default_factory=lambda: UsageRecord.calls(by_tag=True))
 
     def __post_init__(self) -> None:
         self._exchanges = exchanges(list(self.turns))
@@ -111,11 +113,18 @@ class PatientSimulator:
         return text
 
 
-def parse_label(obj: dict[str, Any]) -> str:
-    label = obj.get("label")
-    if label not in FIDELITY_LABELS:
-        raise MalformedReply(f"'label' must be one of {FIDELITY_LABELS}, got {str(label)[:40]!r}")
-    return str(label)
+class FidelityVerdict(Output):
+    """The ``history_fidelity`` reply: a label (the rationale is asked for, but not needed to read one)."""
+
+    label: enum_str(FIDELITY_LABELS)  # type: ignore[valid-type]
+    rationale: Annotated[capped_str(200), BeforeValidator(str)] = ""  # type: ignore[valid-type]
+
+    @field_validator("label")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        if value not in FIDELITY_LABELS:
+            raise ValueError(f"'label' must be one of {FIDELITY_LABELS}, got {value[:40]!r}")
+        return value
 
 
 class FidelityJudge:
@@ -153,29 +162,25 @@ class FidelityJudge:
             return exchange.context
         return self._source.context_for(f"{exchange.question} {exchange.answer}")
 
-    async def judge(self, exchange: SimulatedExchange, log: CallLog) -> str:
+    async def judge(self, exchange: SimulatedExchange, log: UsageRecord) -> str:
         """``supported``, ``contradicts``, ``beyond_source`` or ``invalid``."""
-        fmt = json_format(
-            "fidelity",
-            obj_schema(
-                {"label": {"type": "string", "enum": list(FIDELITY_LABELS)}, "rationale": string(200)}
-            ),
-        )
-        label, _ = await ask_json(
+        reply = await ask(
             self.llm,
             load_prompt("history_fidelity").render(
                 source=self.context_for(exchange), question=exchange.question, answer=exchange.answer
             ),
-            parse_label,
+            FidelityVerdict,
             prompt="history_fidelity",
+            schema_name="fidelity",
+            json_schema_ok=self.json_schema,
             tag="fidelity judge",
-            log=log,
-            response_format=fmt if self.json_schema else None,
+            usage=log,
             max_tokens=self.cfg.judge_max_tokens,
+            max_retries=1,
         )
-        return label or "invalid"
+        return reply.value.label if reply.value else "invalid"
 
-    async def judge_all(self, log_: Sequence[SimulatedExchange], calls: CallLog) -> list[str]:
+    async def judge_all(self, log_: Sequence[SimulatedExchange], calls: UsageRecord) -> list[str]:
         return [await self.judge(x, calls) for x in log_]
 
 
