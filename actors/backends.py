@@ -26,15 +26,15 @@ class LLMBackend:
         build_app: ``(llm, cluster, engine_factory) -> Application`` of the stand-alone LLM application
             (``LLM_APP`` at ``LLM_ROUTE``); None for an endpoint that runs outside the cluster.
         endpoint: ``(llm, cluster) -> LLMEndpoint``: how workers reach it.
-        deployment: A plain deployment class that the serving application (``actors.apps``) can hold
-            behind its own ingress, for ``pipelines.serve``'s OpenAI route; None where the backend brings
-            its own OpenAI application (vLLM) or none.
+        ingress_forwards: The HTTP product's ingress (``actors.apps``) forwards its ``/v1/chat/completions``
+            to this backend's application by a handle (``endpoint`` gives a ``HandleEndpoint``). vLLM's
+            application brings its own OpenAI route at ``LLM_ROUTE``; an external endpoint is not served.
     """
 
     name: str
     build_app: AppBuilder | None
     endpoint: Callable[[LLMConfig, ClusterConfig], LLMEndpoint]
-    deployment: Callable[[], type] | None = None
+    ingress_forwards: bool = False
 
 
 def _llamacpp_app(llm: LLMConfig, cluster: ClusterConfig, engine_factory: Any = None) -> Any:
@@ -50,12 +50,6 @@ def _vllm_app(llm: LLMConfig, cluster: ClusterConfig, engine_factory: Any = None
     from actors.gpu_llm import build_vllm_app
 
     return build_vllm_app(llm, cluster)
-
-
-def _llamacpp_server() -> type:
-    from actors.llm_deployment import LlamaCppServer
-
-    return LlamaCppServer
 
 
 def _reachable_host(http_host: str) -> str:
@@ -88,7 +82,7 @@ def _external(llm: LLMConfig, cluster: ClusterConfig) -> LLMEndpoint:
 BACKENDS: dict[str, LLMBackend] = {
     b.name: b
     for b in (
-        LLMBackend("llamacpp", _llamacpp_app, _handle, _llamacpp_server),
+        LLMBackend("llamacpp", _llamacpp_app, _handle, ingress_forwards=True),
         LLMBackend("vllm", _vllm_app, _served_http),
         LLMBackend("openai", None, _external),
     )

@@ -4,9 +4,9 @@
 ingress and interview sessions for ``pipelines.serve``); ``serving_apps`` builds the applications that hold
 them and ``endpoints`` says how workers reach them. ``pipelines.common.deploy`` runs the plan (only
 pipelines start the world). Where the LLM lives is the backend's business (``actors.backends``): its own
-application ``LLM_APP``, whatever the agent does, or nowhere for an external endpoint. Only the HTTP product
-(``ingress=True``) holds the CPU LLM behind its own ingress, where its OpenAI route is; a RayService deploys
-that application as it is (``pipelines.serve_app``).
+application ``LLM_APP`` for every run, the HTTP product included, or nowhere for an external endpoint. The
+HTTP product's ingress forwards its OpenAI route to that application by a handle; a RayService deploys the
+same applications (``pipelines.serve_app``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.backends import backend, llm_endpoint
-from actors.builder import APP, LLM_DEPLOYMENT, services_endpoint
+from actors.builder import APP, services_endpoint
 from medagent.config import (
     ClusterConfig,
     InterviewRunConfig,
@@ -27,7 +27,7 @@ from medagent.config import (
     RunConfig,
     ServeConfig,
 )
-from medagent.llm.endpoints import Endpoints, HandleEndpoint
+from medagent.llm.endpoints import Endpoints
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ class Needs:
         index_dir: The index the retriever serves.
         missing_index: How to build the index, said when ``index_dir`` holds none; None: not checked here.
         ingress: The HTTP product (``pipelines.serve``): its ingress application always, even without a
-            retriever, with the CPU LLM behind it.
+            retriever; its ``/v1/chat/completions`` reaches the LLM's application by handle where the
+            backend allows (``LLMBackend.ingress_forwards``).
         sessions: Interview sessions a person answers as the patient (``pipelines.serve``).
         app_name: The main application's name.
     """
@@ -57,15 +58,9 @@ class Needs:
     app_name: str = APP
 
     @property
-    def llm_behind_ingress(self) -> bool:
-        """The LLM is a deployment of the main application (the HTTP product's CPU LLM) rather than an
-        application of its own."""
-        return self.ingress and backend(self.llm).deployment is not None
-
-    @property
     def llm_app(self) -> bool:
         """The LLM runs as its own application ``LLM_APP`` (everything but an external endpoint)."""
-        return not self.llm_behind_ingress and backend(self.llm).build_app is not None
+        return backend(self.llm).build_app is not None
 
 
 def needs_for_benchmark(cfg: RunConfig) -> Needs:
@@ -120,13 +115,15 @@ def check_index(needs: Needs) -> None:
 
 def serving_apps(needs: Needs) -> list[Any]:
     """The applications beside the LLM's (``actors.apps.ServeApp``; none when the run only calls the LLM):
-    the retriever's own, and the main one with the ingress, reranker and sessions. Builds, never starts."""
+    the retriever's own, and the main one with the ingress, reranker and sessions, which reach the LLM's
+    application by handle or HTTP (``actors.backends``). Builds, never starts."""
     if needs.retriever is None and not needs.ingress:
         return []
     from actors.apps import build_serving_apps
 
+    ingress_llm = needs.ingress and backend(needs.llm).ingress_forwards
     return build_serving_apps(
-        needs.llm if needs.llm_behind_ingress else None,
+        needs.llm if ingress_llm else None,
         needs.retriever,
         needs.reranker,
         needs.index_dir,
@@ -139,6 +136,5 @@ def serving_apps(needs: Needs) -> list[Any]:
 
 def endpoints(needs: Needs) -> Endpoints:
     """How workers reach what ``needs`` deployed."""
-    llm = HandleEndpoint(needs.app_name, LLM_DEPLOYMENT) if needs.llm_behind_ingress else None
     services = services_endpoint(needs.app_name) if needs.retriever is not None else None
-    return Endpoints(llm or llm_endpoint(needs.llm, needs.cluster), services)
+    return Endpoints(llm_endpoint(needs.llm, needs.cluster), services)

@@ -5,7 +5,8 @@ for that path (longest route prefix); the route here documents the contract in `
 where no retriever is deployed.
 
 Requests are validated by the wire models of ``medagent.api`` (422 on malformed bodies, missing fields
-or oversized inputs) and forwarded to the deployments through handles; errors a deployment raises for a
+or oversized inputs) and forwarded to the deployments through handles (the CPU LLM's across applications:
+it is ``LLM_APP``, ``actors.backends``); errors a deployment raises for a
 request (unknown source, refused prompt) become 4xx here and nowhere deeper. OpenAPI lives at ``/docs``.
 
 Interview sessions (``medagent.history.live.sessions``): unknown or expired session -> 404, finished or busy
@@ -37,6 +38,7 @@ from medagent.api import (
 )
 from medagent.history.live.sessions import SessionConflict, SessionLimitReached, SessionNotFound
 from medagent.llm.base import LLMError
+from medagent.llm.endpoints import HandleEndpoint
 
 app = FastAPI(
     title="medagent",
@@ -65,13 +67,33 @@ def page_file(name: str) -> str:
 
 @serve.ingress(app)
 class Ingress:
-    """Routes to the LLM, reranker and interview-session deployments (any may be absent: 503)."""
+    """Routes to the LLM, reranker and interview-session deployments (any may be absent: 503).
 
-    def __init__(self, llm: Any, reranker: Any, info: dict[str, Any], sessions: Any = None) -> None:
-        self.llm = llm
+    Args:
+        llm: Where the LLM application is (``HandleEndpoint``), or None. Its handle is taken at the first
+            chat request, not here: a RayService builds its applications side by side, so this replica
+            may start before the LLM's application exists.
+        reranker, sessions: Handles to deployments of this application, or None.
+        info: What ``/healthz`` reports (``llm_n_ctx`` also bounds ``max_tokens``).
+    """
+
+    def __init__(
+        self, llm: HandleEndpoint | None, reranker: Any, info: dict[str, Any], sessions: Any = None
+    ) -> None:
+        self.llm_endpoint = llm
+        self.llm: Any = None
         self.reranker = reranker
         self.info = info
         self.sessions = sessions
+
+    def _llm(self) -> Any:
+        if self.llm is None and self.llm_endpoint is not None:
+            ep = self.llm_endpoint
+            try:
+                self.llm = serve.get_deployment_handle(ep.deployment, app_name=ep.app)
+            except KeyError as exc:  # Serve's answer for a deployment it does not know
+                raise HTTPException(503, f"the LLM application {ep.app!r} is not running") from exc
+        return self._need(self.llm, "LLM")
 
     @staticmethod
     def _need(handle: Any, what: str) -> Any:
@@ -81,7 +103,7 @@ class Ingress:
 
     @app.post("/v1/chat/completions")
     async def chat_completions(self, request: ChatCompletionRequest) -> dict[str, Any]:
-        llm = self._need(self.llm, "LLM")
+        llm = self._llm()
         max_tokens = int(self.info.get("llm_n_ctx") or 0)
         if max_tokens and request.max_tokens > max_tokens:
             raise HTTPException(400, f"max_tokens={request.max_tokens} exceeds the context size {max_tokens}")

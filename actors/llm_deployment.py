@@ -47,8 +47,8 @@ def llamacpp_engine(cfg: LLMConfig) -> LlamaCppEngine:
 class LlamaCppServer:
     """Loads the model once per replica; answers handle calls concurrently in worker threads.
 
-    Plain (no HTTP routes) so it can sit behind the application's one ingress; ``LlamaCppHTTPServer``
-    adds the OpenAI routes for the stand-alone LLM application.
+    Plain (no HTTP routes): the engine and its handle API, which workers and the HTTP product's ingress
+    call; ``LlamaCppHTTPServer`` adds the OpenAI routes of the LLM application.
 
     Args:
         llm: ``LLMConfig`` as a dict.

@@ -1,11 +1,12 @@
 """Start the medagent Serve application: ``python -m pipelines.serve index_dir=/abs/index``.
 
-One application holds the ingress, the LLM (llama.cpp on CPU), the reranker and, with
-``interview_sessions.enabled=true``, the history-taking sessions a person answers as the patient; the
-retriever is an application of its own at ``/v1/retrieve`` (``actors.apps``). With ``llm.backend=vllm``
-the LLM is Ray's own ``ray.serve.llm`` OpenAI application, served beside them under ``/llm``
-(``actors.deploy`` decides, ``pipelines.common.deploy`` deploys, as for every pipeline). Prints the routes,
-then serves until Ctrl-C.
+The LLM is its own application (``medagent-llm`` under ``/llm``: llama.cpp on CPU, or Ray's own
+``ray.serve.llm`` OpenAI application with ``llm.backend=vllm``), as in every pipeline. The main
+application holds the ingress, the reranker and, with ``interview_sessions.enabled=true``, the
+history-taking sessions a person answers as the patient; its ``/v1/chat/completions`` forwards to the CPU
+LLM's application by handle. The retriever is an application of its own at ``/v1/retrieve``
+(``actors.apps``). ``actors.deploy`` decides, ``pipelines.common.deploy`` deploys. Prints the routes, then
+serves until Ctrl-C.
 """
 
 from __future__ import annotations

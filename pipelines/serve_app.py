@@ -6,7 +6,7 @@ builders in its ``serveConfigV2`` and passes their ``args``. Both compose the sa
 exactly the applications ``python -m pipelines.serve <overrides>`` would::
 
     applications:
-      - name: medagent-llm                       # vLLM only: ray.serve.llm's OpenAI application
+      - name: medagent-llm                       # the LLM's own (llama.cpp or ray.serve.llm's vLLM)
         route_prefix: /llm
         import_path: pipelines.serve_app:llm_app_builder
         args: {overrides: [llm=qwen2.5-72b-instruct, cluster=multi_gpu, index_dir=/mnt/shared/index/x]}
@@ -14,7 +14,7 @@ exactly the applications ``python -m pipelines.serve <overrides>`` would::
         route_prefix: /v1/retrieve
         import_path: pipelines.serve_app:retrieval_app_builder
         args: {overrides: [llm=qwen2.5-72b-instruct, cluster=multi_gpu, index_dir=/mnt/shared/index/x]}
-      - name: medagent                            # ingress, reranker (+ the LLM on CPU)
+      - name: medagent                            # ingress, reranker (+ interview sessions)
         route_prefix: /
         import_path: pipelines.serve_app:app_builder
         args: {overrides: [llm=qwen2.5-72b-instruct, cluster=multi_gpu, index_dir=/mnt/shared/index/x]}
@@ -80,8 +80,9 @@ def _built(args: ServeAppArgs, retrieval: bool) -> Any:
 
 def app_builder(args: ServeAppArgs) -> Any:
     """The medagent application for ``import_path: pipelines.serve_app:app_builder`` (route prefix ``/``).
-    Its deployments reach the Retriever in the application named ``retrieval_app_name(app_name)``: deploy
-    ``retrieval_app_builder`` under that name, with the same overrides."""
+    Its deployments reach the Retriever in the application named ``retrieval_app_name(app_name)`` and the
+    LLM in ``LLM_APP``: deploy ``retrieval_app_builder`` and ``llm_app_builder`` under those names, with the
+    same overrides."""
     return _built(args, retrieval=False)
 
 
@@ -92,11 +93,13 @@ def retrieval_app_builder(args: ServeAppArgs) -> Any:
 
 
 def llm_app_builder(args: ServeAppArgs) -> Any:
-    """vLLM's OpenAI application (``ray.serve.llm``) for ``import_path: pipelines.serve_app:llm_app_builder``.
+    """The LLM's own application for ``import_path: pipelines.serve_app:llm_app_builder`` (route prefix
+    ``/llm``): llama.cpp on CPU, or vLLM's OpenAI application (``ray.serve.llm``). Deploy it under the name
+    ``actors.builder.LLM_APP`` (``medagent-llm``): ``app_builder``'s ingress and sessions reach it by that
+    name.
 
     Raises:
-        ValueError: The LLM is not served by vLLM: the CPU LLM is a deployment of ``app_builder``'s
-            application, and an external endpoint (``backend=openai``) needs nothing deployed.
+        ValueError: The LLM is an external endpoint (``backend=openai``): nothing is deployed for it.
     """
     from actors.backends import build_llm_app
     from actors.deploy import needs_for_serve
@@ -104,7 +107,7 @@ def llm_app_builder(args: ServeAppArgs) -> Any:
     cfg = compose_serve_config(_parse(args).overrides)
     if not needs_for_serve(cfg).llm_app:
         raise ValueError(
-            f"llm {cfg.llm.name!r} has backend={cfg.llm.backend!r}; llm_app_builder serves vLLM models only "
-            "(the CPU LLM is part of app_builder's application)"
+            f"llm {cfg.llm.name!r} has backend={cfg.llm.backend!r}: an endpoint outside the cluster, which "
+            "llm_app_builder has nothing to deploy for (leave the application out)"
         )
     return build_llm_app(cfg.llm, cfg.cluster)

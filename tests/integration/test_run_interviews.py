@@ -146,7 +146,7 @@ def test_a_person_takes_the_patient_role_over_http(
 ) -> None:
 
     from actors.apps import build_serving_apps
-    from pipelines.common import run_apps
+    from pipelines.common import run_apps, run_llm_app
 
     sessions = InterviewSessionsConfig(
         enabled=True,
@@ -166,6 +166,7 @@ def test_a_person_takes_the_patient_role_over_http(
         name="medagent-sessions-test",
     )
     clear_serve_apps()
+    run_llm_app(SMOL, cluster_cfg)  # the sessions reach the CPU LLM's own application by handle
     run_apps(apps)
     base = f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}/v1/interview/sessions"
     with httpx.Client(timeout=300) as client:

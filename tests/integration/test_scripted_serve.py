@@ -58,3 +58,56 @@ def test_scripted_engine_behind_real_serve_and_a_ray_data_pool(
                 assert all(g["tools_answer"] not in (None, INVALID) for g in gates)
     finally:
         serve.delete(LLM_APP)
+
+
+class RefusingEngine(ScriptedEngine):
+    """Refuses a prompt as llama.cpp refuses one it cannot take (a ValueError), else answers as scripted."""
+
+    def complete_sync(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1].get("content") == "refuse me":
+            raise ValueError("prompt refused")
+        return super().complete_sync(body)
+
+
+def test_the_ingress_reaches_the_llm_application_by_handle(
+    ray_cluster: Any, cluster_cfg: ClusterConfig
+) -> None:
+    """The HTTP product's ``/v1/chat/completions`` forwards to the CPU LLM's own application (``LLM_APP``)
+    across applications, with the answers and errors it gives; it waits for that application to exist."""
+    import httpx
+    from ray import serve
+
+    from actors.apps import build_serving_apps
+    from actors.backends import build_llm_app
+    from actors.builder import LLM_APP, LLM_DEPLOYMENT, LLM_ROUTE
+    from pipelines.common import run_apps
+    from tests.integration.conftest import clear_serve_apps
+
+    llm = replace(SCRIPTED, n_ctx=512)
+    clear_serve_apps()
+    # The main application first, as a RayService may start it: its ingress has no LLM handle yet.
+    (main,) = build_serving_apps(llm, None, None, None, cluster_cfg, name="medagent-scripted")
+    run_apps([main])
+    url = f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}"
+    chat = f"{url}/v1/chat/completions"
+    hello = {"messages": [{"role": "user", "content": "Pick (B)."}], "max_tokens": 8}
+    try:
+        early = httpx.post(chat, json=hello, timeout=60)
+        assert early.status_code == 503 and LLM_APP in early.json()["detail"], early.text
+        serve.run(
+            build_llm_app(llm, cluster_cfg, engine_factory=RefusingEngine),
+            name=LLM_APP,
+            route_prefix=LLM_ROUTE,
+        )
+        assert LLM_DEPLOYMENT not in serve.status().applications["medagent-scripted"].deployments
+        ok = httpx.post(chat, json=hello, timeout=60)
+        assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] == '{"answer": "B"}'
+        refused = httpx.post(chat, json={"messages": [{"role": "user", "content": "refuse me"}]}, timeout=60)
+        assert refused.status_code == 400 and refused.json()["detail"] == "prompt refused", refused.text
+        too_long = httpx.post(chat, json={**hello, "max_tokens": 513}, timeout=60)
+        assert too_long.status_code == 400 and "context size 512" in too_long.json()["detail"]
+        assert httpx.post(chat, json={"messages": []}, timeout=60).status_code == 422
+        models = httpx.get(f"{url}/v1/models", timeout=30).json()["data"]
+        assert [m["id"] for m in models] == ["scripted"]
+    finally:
+        clear_serve_apps()

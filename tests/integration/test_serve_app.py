@@ -1,6 +1,7 @@
-"""The serving applications on real Serve: real SmolLM2, real MiniLM index over real data, real mpnet
-reranker; HTTP routes (the main application's and the retrieval application's, on one port) and deployment
-handles, bad requests and a bounded loopback load test."""
+"""The serving applications on real Serve: real SmolLM2 (its own application, which the ingress's OpenAI
+route reaches by handle), real MiniLM index over real data, real mpnet reranker; HTTP routes (the main
+application's and the retrieval application's, on one port) and deployment handles, bad requests and a
+bounded loopback load test."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from actors.apps import build_serving_apps
-from actors.builder import RETRIEVER_DEPLOYMENT, retrieval_app_name
+from actors.builder import LLM_APP, LLM_DEPLOYMENT, RETRIEVER_DEPLOYMENT, retrieval_app_name
 from medagent.agent.answers import parse_json_object
 from medagent.config import ClusterConfig, LLMConfig, ModelConfig, RerankerConfig, RetrieverConfig
 from medagent.retrieval.config import IndexJobConfig
-from pipelines.common import run_apps
+from pipelines.common import run_apps, run_llm_app
 from pipelines.index_corpus import register_index_configs
 from pipelines.index_corpus import run as build_index
 from tests.integration.conftest import clear_serve_apps
@@ -94,6 +95,8 @@ def app(tiny_index: Path, cluster_cfg: ClusterConfig) -> str:
         SMOL, RetrieverConfig(top_k=4), RERANKER, str(tiny_index), cluster_cfg, name=APP
     )
     assert [(a.name, a.route_prefix) for a in apps] == [(RETRIEVAL_APP, "/v1/retrieve"), (APP, "/")]
+    # The CPU LLM is its own application, as in every pipeline (pipelines.common.deploy runs it first).
+    assert run_llm_app(SMOL, cluster_cfg)
     run_apps(apps)
     return f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}"
 
@@ -143,7 +146,7 @@ def test_handles_without_http(app: str) -> None:
     async def go() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[float]]:
         retriever = serve.get_deployment_handle(RETRIEVER_DEPLOYMENT, app_name=RETRIEVAL_APP)
         reranker = serve.get_deployment_handle("Reranker", app_name=APP)
-        llm = serve.get_deployment_handle("LlamaCppServer", app_name=APP)
+        llm = serve.get_deployment_handle(LLM_DEPLOYMENT, app_name=LLM_APP)
         ret = await retriever.retrieve.remote({"query": "asthma inhaler", "top_k": 2})
         rer = await reranker.rerank.remote(
             {
@@ -162,6 +165,8 @@ def test_handles_without_http(app: str) -> None:
         and list(rer["results"]) == ["a"]
         and chat["choices"][0]["message"]["content"] is not None
     )
+    # The CPU LLM lives in its own application, not in the ingress's.
+    assert LLM_DEPLOYMENT not in serve.status().applications[APP].deployments
     # The replica timed that retrieval itself (bench_retrieval splits Serve's added latency with it).
     assert len(inside) == 1 and 0 < inside[0] < 60
 

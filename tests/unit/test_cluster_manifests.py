@@ -345,7 +345,7 @@ def test_serve_autoscaling_configs_are_valid() -> None:
 def test_rayservice_runs_the_serve_pipelines_application() -> None:
     from ray.serve.schema import ServeDeploySchema
 
-    from actors.builder import LLM_ROUTE, RETRIEVE_ROUTE, retrieval_app_name
+    from actors.builder import LLM_APP, LLM_ROUTE, RETRIEVE_ROUTE, retrieval_app_name
     from pipelines import serve_app
 
     service = next(d for _, d in KUBERAY if d["kind"] == "RayService")
@@ -363,7 +363,8 @@ def test_rayservice_runs_the_serve_pipelines_application() -> None:
     assert all(o == overrides[0] for o in overrides)  # all applications must describe the same deployment
     cfg = serve_app.compose_serve_config(overrides[0])
     assert cfg.llm.backend == "vllm" and cfg.index_dir and cfg.index_dir.startswith("/mnt/shared/")
-    assert apps["medagent-llm"].route_prefix == LLM_ROUTE and apps["medagent"].route_prefix == "/"
+    # The ingress and sessions reach the LLM in the application of this name (a handle across applications).
+    assert apps[LLM_APP].route_prefix == LLM_ROUTE and apps["medagent"].route_prefix == "/"
     # The main application's deployments look the Retriever up in the application of this name.
     assert apps[retrieval_app_name("medagent")].route_prefix == RETRIEVE_ROUTE
 

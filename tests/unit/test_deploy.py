@@ -38,8 +38,9 @@ def test_the_registry_covers_every_backend() -> None:
     # An external endpoint has nothing to deploy; the others build an application of their own.
     assert build_llm_app(EXTERNAL, CLUSTER) is None
     assert backend(CPU).build_app is not None and backend(VLLM).build_app is not None
-    # Only the CPU LLM has a plain deployment the HTTP product can hold behind its ingress.
-    assert backend(CPU).deployment is not None and backend(VLLM).deployment is None
+    # Only the CPU LLM is reached by a handle, so only its application takes the HTTP product's OpenAI route.
+    assert backend(CPU).ingress_forwards and not backend(VLLM).ingress_forwards
+    assert not backend(EXTERNAL).ingress_forwards
     with pytest.raises(ValueError, match="no base_url"):
         llm_endpoint(replace(EXTERNAL, base_url=None), CLUSTER)
     # An unknown backend is refused with the allowed names (by the config's enum, before the registry).
@@ -82,7 +83,7 @@ def test_the_cpu_llm_is_its_own_application_whether_or_not_the_agent_searches(
     mode: str, built: list[Any]
 ) -> None:
     needs = needs_for_benchmark(RunConfig(llm=CPU, cluster=CLUSTER, agent=AgentConfig(mode=mode)))
-    assert needs.llm_app and not needs.llm_behind_ingress
+    assert needs.llm_app
     ep = endpoints(needs)
     assert ep.llm == HandleEndpoint(LLM_APP, LLM_DEPLOYMENT)
     apps = serving_apps(needs)
@@ -107,13 +108,17 @@ def test_history_runs_deploy_the_same_way(built: list[Any]) -> None:
     assert args[0] is None and args[1] is not None and args[2] is None  # the guideline retriever, no reranker
 
 
-def test_the_http_product_holds_the_cpu_llm_behind_its_ingress(built: list[Any]) -> None:
+def test_the_http_product_reaches_the_cpu_llm_in_its_own_application(built: list[Any]) -> None:
     needs = Needs(CPU, CLUSTER, ingress=True, app_name="rag")
-    assert needs.llm_behind_ingress and not needs.llm_app
-    assert endpoints(needs).llm == HandleEndpoint("rag", LLM_DEPLOYMENT)
+    assert needs.llm_app
+    assert endpoints(needs).llm == HandleEndpoint(LLM_APP, LLM_DEPLOYMENT)
     serving_apps(needs)
     ((args, kwargs),) = built
-    assert args[0] is CPU and kwargs["name"] == "rag"
-    # vLLM stays its own application beside the product; an external endpoint is deployed nowhere.
+    # The ingress's OpenAI route forwards to it (actors.apps takes its handle endpoint, not a deployment).
+    assert args[0] is CPU and kwargs["name"] == "rag" and kwargs["sessions_llm"] is CPU
+    # vLLM stays its own application beside the product, with its own OpenAI route; an external endpoint
+    # is deployed nowhere.
     assert Needs(VLLM, CLUSTER, ingress=True).llm_app
+    serving_apps(Needs(VLLM, CLUSTER, ingress=True))
+    assert built[-1][0][0] is None and built[-1][1]["sessions_llm"] is VLLM
     assert not Needs(EXTERNAL, CLUSTER, ingress=True).llm_app and not Needs(EXTERNAL, CLUSTER).llm_app

@@ -95,9 +95,19 @@ def test_vllm_models_are_a_separate_llm_application(recorded: list[Any]) -> None
     assert app_name == "serving" and app_args[0] is None  # vLLM is not part of the medagent application
 
 
-def test_llm_app_builder_refuses_a_cpu_model(recorded: list[Any]) -> None:
-    with pytest.raises(ValueError, match="vLLM models only"):
-        serve_app.llm_app_builder(serve_app.ServeAppArgs(overrides=["llm=smollm2-135m-cpu"]))
+def test_llm_app_builder_builds_the_cpu_llm_application_too(recorded: list[Any]) -> None:
+    # The CPU LLM is its own application, as vLLM is; the main application reaches it by handle.
+    _build(serve_app.llm_app_builder, {"overrides": OVERRIDES})
+    _build(serve_app.app_builder, {"overrides": OVERRIDES})
+    (llm_name, llm_args, _), (app_name, app_args, _) = recorded
+    assert llm_name == "llm" and llm_args[0].backend == "llamacpp" and llm_args[1].name == "single_gpu"
+    assert app_name == "serving" and app_args[0] == llm_args[0]  # its ingress forwards OpenAI chat there
+
+
+def test_llm_app_builder_refuses_an_external_endpoint(recorded: list[Any]) -> None:
+    with pytest.raises(ValueError, match="nothing to deploy"):
+        overrides = ["llm=openai-endpoint", "llm.served_name=m", "llm.base_url=http://api.example/v1"]
+        serve_app.llm_app_builder(serve_app.ServeAppArgs(overrides=overrides))
     assert recorded == []
 
 
