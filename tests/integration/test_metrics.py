@@ -80,7 +80,7 @@ def _interview(ray: Any, cluster: ClusterConfig) -> dict[str, Any]:
     """One interview through ``InterviewWorker`` on Ray Data, as ``pipelines.run_interviews`` runs it."""
     from dataclasses import asdict
 
-    from actors.builder import APP, LLM_DEPLOYMENT
+    from actors.builder import LLM_APP, LLM_DEPLOYMENT
     from actors.interview_worker import InterviewWorker
     from medagent.interview.transcripts import parse_transcript
     from medagent.llm.endpoints import HandleEndpoint
@@ -93,7 +93,7 @@ def _interview(ray: Any, cluster: ClusterConfig) -> dict[str, Any]:
             "agent": asdict(agent),
             "eval": asdict(InterviewEvalConfig(simulator_exchanges=None, red_flag_max_tokens=96)),
             "llm": asdict(SMOL),
-            "llm_endpoint": HandleEndpoint(APP, LLM_DEPLOYMENT),
+            "llm_endpoint": HandleEndpoint(LLM_APP, LLM_DEPLOYMENT),  # where every run deploys the CPU LLM
         },
         compute=ray.data.ActorPoolStrategy(size=1),
         num_cpus=0.25,
