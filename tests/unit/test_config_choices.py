@@ -22,6 +22,7 @@ from medagent.config import (
     ServeConfig,
     SuiteRunConfig,
 )
+from medagent.retrieval.config import EmbedderConfig, IndexConfig, IndexJobConfig
 from pipelines.common import register_configs
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -34,6 +35,7 @@ for _name, _node in [
     ("serve_schema", ServeConfig),
     ("suite_schema", SuiteRunConfig),
     ("annotate_schema", AnnotateRunConfig),
+    ("index_schema", IndexJobConfig),
 ]:
     ConfigStore.instance().store(name=_name, node=_node)
 
@@ -60,6 +62,15 @@ HISTORY_AGENT = {
     "priorities": "paper, physician",
     "context": "opening, full, transcript_run",
     "retrieval_mode": "dense, bm25, hybrid",
+}
+
+# Closed sets of the indexing job (medagent.retrieval.config).
+INDEX_JOB = {
+    "index.kind": "flat, ivfpq, hnsw",
+    "index.hnsw_storage": "flat, sq8, pq",
+    "embedder.metric": "l2, ip",
+    "embedder.pooling": "cls, mean",
+    "corpus.chunking.mode": "plain, parent_child",
 }
 
 
@@ -136,6 +147,20 @@ def test_serve_typo_fails_naming_the_allowed_values(key: str) -> None:
 def test_annotate_typo_fails_naming_the_allowed_values() -> None:
     assert "lexicon, llm" in _error("annotate_interviews", "annotator.kind=lexicn")
     assert SHARED["llm.backend"] in _error("annotate_interviews", "llm.backend=cahce")
+
+
+@pytest.mark.parametrize("key", sorted(INDEX_JOB))
+def test_index_corpus_typo_fails_naming_the_allowed_values(key: str) -> None:
+    message = _error("index_corpus", "out_dir=/tmp/x", f"{key}=cahce")
+    assert "cahce" in message and INDEX_JOB[key] in message, message
+
+
+def test_index_configs_built_in_python_are_checked_too() -> None:
+    with pytest.raises(ValueError, match="index.kind must be one of flat, ivfpq, hnsw, got 'hnws'"):
+        IndexConfig(kind="hnws")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="embedder.metric must be one of l2, ip"):
+        EmbedderConfig(metric="cos")  # type: ignore[arg-type]
+    assert IndexConfig(kind="hnsw").kind == "hnsw"  # type: ignore[arg-type]
 
 
 def test_configs_built_in_python_are_checked_too() -> None:
