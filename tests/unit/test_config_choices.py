@@ -12,7 +12,6 @@ from omegaconf import OmegaConf
 
 from medagent.agent.base import AGENTS, check_modes
 from medagent.config import (
-    AgentConfig,
     AnnotateRunConfig,
     HistoryAgentConfig,
     InterviewRunConfig,
@@ -24,6 +23,7 @@ from medagent.config import (
 )
 from medagent.retrieval.config import EmbedderConfig, IndexConfig, IndexJobConfig
 from pipelines.common import register_configs
+from tests.configs import agent_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 AGENT_MODES = sorted(p.stem for p in (CONF / "agent").glob("*.yaml"))
@@ -51,9 +51,9 @@ SHARED = {
     "retriever.mode": "dense, bm25, hybrid",
 }
 QA_AGENT = {
-    "agent.memory": "cache_prune, context, none",
-    "agent.final_answer_call": "always, fallback",
-    "agent.retrieval_mode": "dense, bm25, hybrid",
+    "agent.loop.memory": "cache_prune, context, none",
+    "agent.answer.final_answer_call": "always, fallback",
+    "agent.retrieval.mode": "dense, bm25, hybrid",
     "agent.gate.confidence": "auto, logprobs, samples",
 }
 HISTORY_AGENT = {
@@ -119,7 +119,7 @@ def test_unregistered_agent_modes_fail_naming_the_registered_ones(mode: str) -> 
     assert "cannot be 'gated'" in _error("config", f"agent={mode}", "agent.gate.tools_mode=gated")
 
 
-@pytest.mark.parametrize("key", ["agent.memory", "llm.backend"])
+@pytest.mark.parametrize("key", ["agent.loop.memory", "llm.backend"])
 def test_run_suite_typo_fails(key: str) -> None:
     message = _error("run_suite", f"{key}=cahce")
     assert "cahce" in message and {**SHARED, **QA_AGENT}[key] in message, message
@@ -165,24 +165,29 @@ def test_index_configs_built_in_python_are_checked_too() -> None:
 
 def test_configs_built_in_python_are_checked_too() -> None:
     with pytest.raises(
-        ValueError, match="agent.memory must be one of cache_prune, context, none, got 'cahce'"
+        ValueError, match="agent.loop.memory must be one of cache_prune, context, none, got 'cahce'"
     ):
-        AgentConfig(memory="cahce")  # type: ignore[arg-type]
+        agent_config(memory="cahce")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="agent.policy must be one of order, information"):
         HistoryAgentConfig(policy="informaton")  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="registered"):
-        check_modes(AgentConfig(mode="standalon"))
-    assert AgentConfig(memory="context").memory is Memory.context  # type: ignore[arg-type]
+        check_modes(agent_config(mode="standalon"))
+    assert agent_config(memory="context").loop.memory is Memory.context  # type: ignore[arg-type]
 
 
 def test_members_read_as_their_plain_values() -> None:
     from pipelines.benchmark_run import run_config
 
-    cfg: RunConfig = _convert("config", "agent=full", "agent.memory=context", "llm.tool_calls=json_schema")
-    assert cfg.agent.memory == "context" and f"{cfg.agent.memory}" == str(cfg.agent.memory) == "context"
-    assert {"context": 1}[cfg.agent.memory] == 1 and cfg.llm.backend in ("llamacpp",)
+    cfg: RunConfig = _convert(
+        "config", "agent=full", "agent.loop.memory=context", "llm.tool_calls=json_schema"
+    )
+    assert (
+        cfg.agent.loop.memory == "context"
+        and f"{cfg.agent.loop.memory}" == str(cfg.agent.loop.memory) == "context"
+    )
+    assert {"context": 1}[cfg.agent.loop.memory] == 1 and cfg.llm.backend in ("llamacpp",)
     config = run_config(cfg)  # what the manifest stores and a resume compares
-    assert type(config["agent"]["memory"]) is str and config["agent"]["memory"] == "context"
+    assert type(config["agent"]["loop"]["memory"]) is str and config["agent"]["loop"]["memory"] == "context"
     assert config["llm"]["backend"] == "llamacpp" and config["llm"]["tool_calls"] == "json_schema"
     assert config["cluster"]["serve_proxy_location"] == "EveryNode"
     assert json.loads(json.dumps(config)) == config
