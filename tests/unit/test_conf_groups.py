@@ -3,6 +3,7 @@ typed schema, so a key left behind by a schema change (or a typo in a YAML file)
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -75,10 +76,10 @@ def test_every_group_option_composes_and_converts(root: str, override: str) -> N
         overrides.append("agent.transcript_run=/tmp/finished")
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(config_name=root, overrides=overrides)  # a key the schema lacks fails here
-    try:
-        OmegaConf.to_object(cfg)  # types, enums and each schema's own checks
-    except MissingMandatoryValue:
-        pass  # a value the option leaves for the command line (``???``: a data path), not a stale key
+    # Types, enums and each schema's own checks; a ``???`` value an option leaves for the command line (a data
+    # path) is not a stale key.
+    with contextlib.suppress(MissingMandatoryValue):
+        OmegaConf.to_object(cfg)
 
 
 def test_every_group_is_covered() -> None:
