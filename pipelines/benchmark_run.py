@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from medagent.config import RunConfig
+from medagent.config.legacy import upgrade_manifest
 from medagent.data import load_benchmark
 from medagent.eval import format_table, score
 from medagent.llm.endpoints import Endpoints
@@ -154,7 +155,7 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
     data = load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=cfg.limit, **cfg.benchmark.options)
     rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"{cfg.benchmark.name}-{cfg.agent.mode}")
     done = rd.completed_ids()
-    previous = rd.read_json(rd.manifest)
+    previous = upgrade_manifest(rd.read_json(rd.manifest))  # run dirs of older versions resume too
     config = run_config(cfg)  # checked before anything is written
     if cfg.resume_check:
         check_resume(previous, config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done))
@@ -170,7 +171,7 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
 
         # Which sources the agent searches and how big each is: an index whose source was all rejected
         # (the demo's MedQuAD once) is visible here, not only in the quality of the cited evidence.
-        searched = describe_search(config["index_fingerprint"], cfg.agent.retrieval_sources)
+        searched = describe_search(config["index_fingerprint"], cfg.agent.retrieval.sources)
         log.info("index %s: searching %s", cfg.index_dir, searched)
     todo = [q for q, _ in data.pairs if q.id not in done]
     log.info(

@@ -1,7 +1,7 @@
 """Tables and figures of the QA paper from run directories: ``python -m pipelines.report 'runs=[outputs/*/*]'``.
 
 Loads every run named by ``runs`` (run dirs, glob patterns, or folders searched for runs), identifies each by
-its manifest config (benchmark, agent mode, agent.top_r, agent.open_ended, LLM) and writes Table 1-3, the
+its manifest config (benchmark, agent mode, agent.retrieval.top_r, agent.open_ended, LLM) and writes Table 1-3, the
 data and PNGs of Fig. 2a/2b and Fig. 3, cost and latency, and flip rates into ``out`` (default
 ``${outputs_root}/report/<timestamp>``): ``report.md``, one CSV per table, PNGs, ``summary.json`` and the
 manifest. Open-ended runs without stored metrics are scored with the ``scoring`` models (cpu | gpu).

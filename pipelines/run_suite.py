@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from actors.deploy import needs_for_benchmark
 from medagent.config import RunConfig, SuiteConfig, SuiteRunConfig
+from medagent.config.legacy import upgrade_manifest
 from medagent.data import load_benchmark
 from medagent.llm.endpoints import Endpoints
 from medagent.run import RunDir, check_resume
@@ -172,7 +173,11 @@ def is_complete(cfg: RunConfig) -> bool:
     if cfg.resume_check:  # a finished cell asked for under other settings (or index) is refused, not skipped
         config = run_config(cfg)
         check_resume(
-            rd.read_json(rd.manifest), config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done)
+            upgrade_manifest(rd.read_json(rd.manifest)),
+            config,
+            RESUMABLE_KEYS,
+            run_dir=str(rd.root),
+            answered=len(done),
         )
     return True
 

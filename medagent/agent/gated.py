@@ -71,7 +71,7 @@ class GatedAgent:
         self.cfg, self.gate = cfg, gate
         self.first = StandaloneAgent(
             llm,
-            dataclasses.replace(cfg, max_tokens=gate.max_tokens),
+            dataclasses.replace(cfg, sampling=dataclasses.replace(cfg.sampling, max_tokens=gate.max_tokens)),
             json_schema=deps.json_schema,
         )
         self.tools: Agent = build_agent(dataclasses.replace(cfg, mode=gate.tools_mode), llm, deps)

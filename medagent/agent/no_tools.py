@@ -40,11 +40,11 @@ class NoToolsAgent:
             raise ValueError("agent mode 'no_tools' needs deps.retriever and deps.reranker")
         self.llm, self.cfg = llm, cfg
         self.retriever, self.reranker = retriever, reranker
-        self.json_schema = json_schema and cfg.constrained_answer
+        self.json_schema = json_schema and cfg.answer.constrained_answer
         self.prompt = load_prompt("qa_no_tools")
 
     def new_memory(self, question: Question) -> MemoryBank:
-        return MemoryBank(question.id, batch_size=self.cfg.batch_size, top_r=self.cfg.top_r)
+        return MemoryBank(question.id, batch_size=self.cfg.loop.batch_size, top_r=self.cfg.retrieval.top_r)
 
     async def answer(self, question: Question, memory: MemoryBank | None = None) -> Prediction:
         start = time.perf_counter()
@@ -54,12 +54,12 @@ class NoToolsAgent:
         options = None if open_ended else question.options
         before = rec.snapshot()
         docs = await search_docs(
-            self.retriever, self.reranker, question.text, self.cfg.no_tools_docs, self.cfg, rec
+            self.retriever, self.reranker, question.text, self.cfg.retrieval.no_tools_docs, self.cfg, rec
         )
         handles, _ = memory.enqueue(docs)
         shown = [(h, memory.doc(h)) for h in handles]
         for h, d in shown:
-            memory.add_context(h, d.content[: self.cfg.doc_max_chars])
+            memory.add_context(h, d.content[: self.cfg.loop.doc_max_chars])
         rec.add(
             Retrieval(
                 {"query": preview(question.text), "docs": [d.id for _, d in shown], **rec.delta(before)}
@@ -68,7 +68,7 @@ class NoToolsAgent:
         messages = self.prompt.render(
             question=question.text,
             options=options,
-            documents=documents_block(shown, self.cfg.doc_max_chars) if shown else "(none found)",
+            documents=documents_block(shown, self.cfg.loop.doc_max_chars) if shown else "(none found)",
             open_ended=open_ended,
         )
         constrained = options is not None and self.json_schema
@@ -79,7 +79,7 @@ class NoToolsAgent:
                 response_format=answer_schema(sorted(options)) if constrained and options else None,
                 temperature=temperature,
                 top_p=top_p,
-                max_tokens=self.cfg.max_tokens,
+                max_tokens=self.cfg.sampling.max_tokens,
                 prompt=self.prompt.name,
             )
             answer = read_answer(resp.content, options)

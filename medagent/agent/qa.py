@@ -90,7 +90,7 @@ class QAAgent:
         if searches(cfg) and (retriever is None or reranker is None):
             raise ValueError(f"agent mode {cfg.mode!r} needs deps.retriever and deps.reranker")
         self.llm, self.cfg = llm, cfg
-        self.json_schema = json_schema and cfg.constrained_answer
+        self.json_schema = json_schema and cfg.answer.constrained_answer
         self.constrained_calls = constrained_calls and json_schema
         self.tool_choice = tool_choice
         self.retriever, self.reranker = retriever, reranker
@@ -103,7 +103,7 @@ class QAAgent:
 
     def new_memory(self, question: Question) -> MemoryBank:
         """An empty memory bank sized by the config (the actor may keep it by question id)."""
-        return MemoryBank(question.id, batch_size=self.cfg.batch_size, top_r=self.cfg.top_r)
+        return MemoryBank(question.id, batch_size=self.cfg.loop.batch_size, top_r=self.cfg.retrieval.top_r)
 
     async def answer(self, question: Question, memory: MemoryBank | None = None) -> Prediction:
         """Answers one question; ``memory`` (filled in place) is created when not given."""
@@ -154,7 +154,10 @@ class QAAgent:
     async def _loop(self, run: QAEpisode) -> tuple[str | None, str]:
         """Agent turns until the model answers; returns (its answer or None, why the loop ended)."""
         for turn in range(self.cfg.step_budget()):
-            if run.tokens(run.messages) + self.cfg.step_max_tokens > self.cfg.max_conversation_tokens:
+            if (
+                run.tokens(run.messages) + self.cfg.loop.step_max_tokens
+                > self.cfg.loop.max_conversation_tokens
+            ):
                 return None, "token_budget"
             sent = list(run.messages)
             resp = await self.llm.chat(
@@ -162,9 +165,9 @@ class QAAgent:
                 tools=None if self.constrained_calls else run.schemas,
                 tool_choice=None if self.constrained_calls else self.tool_choice,
                 response_format=run.call_format if self.constrained_calls else None,
-                temperature=self.cfg.temperature,
-                top_p=self.cfg.top_p,
-                max_tokens=self.cfg.step_max_tokens,
+                temperature=self.cfg.sampling.temperature,
+                top_p=self.cfg.sampling.top_p,
+                max_tokens=self.cfg.loop.step_max_tokens,
                 prompt=self.prompt.name,
             )
             run.calibrate(sent, resp)
@@ -209,8 +212,8 @@ class QAAgent:
                 ok = answer != INVALID
                 content = say("answer_recorded") if ok else self._answer_help(run)
                 answer = answer if ok else None
-            elif i >= self.cfg.max_calls_per_step:
-                content = say("too_many_calls", limit=self.cfg.max_calls_per_step)
+            elif i >= self.cfg.loop.max_calls_per_step:
+                content = say("too_many_calls", limit=self.cfg.loop.max_calls_per_step)
             elif not _repeatable(call.name) and (call.name, _key(call.arguments)) == run.last_call:
                 content = say("repeat", tool=call.name)
             elif call.name not in run.tools:
@@ -255,7 +258,7 @@ class QAAgent:
 
     async def _final(self, run: QAEpisode, candidate: str | None, reason: str) -> tuple[str, str]:
         """The answer: the model's own (``fallback``) or a last call on conversation + memory bank."""
-        if candidate is not None and self.cfg.final_answer_call == "fallback":
+        if candidate is not None and self.cfg.answer.final_answer_call == "fallback":
             run.add(FinalAnswer({"reason": reason, "source": "model", "answer": candidate}))
             return candidate, candidate
         prompt = self.prompt_final.render(
@@ -264,7 +267,7 @@ class QAAgent:
             question=run.question.text,
             options=run.options,
         )
-        limit = self.cfg.max_conversation_tokens - self.cfg.max_tokens
+        limit = self.cfg.loop.max_conversation_tokens - self.cfg.sampling.max_tokens
         messages = fit_messages(run.messages, prompt, limit, run)
         constrained = run.options is not None and self.json_schema
         # The model's own committed answer stands in for an unreadable last call before any retry.
@@ -275,7 +278,7 @@ class QAAgent:
                 response_format=answer_schema(sorted(run.options)) if constrained and run.options else None,
                 temperature=temperature,
                 top_p=top_p,
-                max_tokens=self.cfg.max_tokens,
+                max_tokens=self.cfg.sampling.max_tokens,
                 prompt=self.prompt_final.name,
             )
             answer = self._read(resp.content, run.options)

@@ -27,7 +27,7 @@ class StandaloneAgent:
     def __init__(self, llm: ChatModel, cfg: AgentConfig, *, json_schema: bool = True) -> None:
         self.llm = llm
         self.cfg = cfg
-        self.json_schema = json_schema and cfg.constrained_answer
+        self.json_schema = json_schema and cfg.answer.constrained_answer
         self.prompt_mc = load_prompt(cfg.prompt)
         self.prompt_open = load_prompt(cfg.prompt_open)
 
@@ -42,7 +42,7 @@ class StandaloneAgent:
         for i, a in enumerate(attempts):
             retry = (
                 {"retry": True} if i else {}
-            )  # the QA paper's re-run of an unreadable answer (agent.retry_invalid)
+            )  # the QA paper's re-run of an unreadable answer (agent.answer.retry_invalid)
             kind = "final_answer" if a is attempts[-1] else "invalid_answer"
             episode.add(FinalAnswer({**a.fields(), **retry}, kind=kind))
         final = attempts[-1].response
@@ -81,9 +81,9 @@ class StandaloneAgent:
         resp = await self.llm.chat(
             messages,
             response_format=response_format,
-            temperature=self.cfg.temperature if temperature is None else temperature,
-            top_p=self.cfg.top_p if top_p is None else top_p,
-            max_tokens=self.cfg.max_tokens,
+            temperature=self.cfg.sampling.temperature if temperature is None else temperature,
+            top_p=self.cfg.sampling.top_p if top_p is None else top_p,
+            max_tokens=self.cfg.sampling.max_tokens,
             seed=seed,
             top_logprobs=top_logprobs,
             prompt=(self.prompt_open if open_ended else self.prompt_mc).name,

@@ -160,6 +160,43 @@ class SummaryContext(Choice):
     transcript_run = "transcript_run"
 
 
+class ChunkingMode(Choice):
+    """How an indexed corpus is cut (``ChunkingConfig.mode``): plain chunks, or children of parents."""
+
+    plain = "plain"
+    parent_child = "parent_child"
+
+
+class Metric(Choice):
+    """How an embedder's vectors are compared (``EmbedderConfig.metric``): L2 distance or inner product."""
+
+    l2 = "l2"
+    ip = "ip"
+
+
+class Pooling(Choice):
+    """Pooling forced on a plain transformers checkpoint (``EmbedderConfig.pooling``)."""
+
+    cls = "cls"
+    mean = "mean"
+
+
+class IndexKind(Choice):
+    """The FAISS index of each source (``IndexConfig.kind``): exact, IVF-PQ or HNSW."""
+
+    flat = "flat"
+    ivfpq = "ivfpq"
+    hnsw = "hnsw"
+
+
+class HnswStorage(Choice):
+    """Vectors stored in an HNSW graph (``IndexConfig.hnsw_storage``)."""
+
+    flat = "flat"
+    sq8 = "sq8"
+    pq = "pq"
+
+
 _FIELDS: dict[type, tuple[tuple[str, type[Choice]], ...]] = {}
 
 

@@ -65,18 +65,19 @@ class GateConfig:
 
 
 @dataclass
-class AgentConfig:
-    """Agent mode and sampling; defaults follow the paper (Jia et al.: temperature 0, top_p 1).
+class SamplingConfig:
+    """Sampling of the agent's answer call; defaults follow the paper (Jia et al.: temperature 0, top_p 1)."""
 
-    ``mode`` is a name registered with ``medagent.agent.register_agent``; an unregistered one raises
-    ``KeyError`` listing the registered modes when the config is built.
-    """
-
-    mode: str = "standalone"
-    open_ended: bool = False
     temperature: float = 0.0
     top_p: float = 1.0
+    # max_tokens of the answer call (the tool loop's own turns have theirs in ``loop``).
     max_tokens: int = 64
+
+
+@dataclass
+class FinalAnswerConfig:
+    """How the final answer is asked for, and re-asked when unreadable."""
+
     # Constrain the final answer with a JSON schema when the backend supports it (our default; the paper
     # extracted the answer from free text and re-ran the unreadable ones, see retry_invalid).
     constrained_answer: bool = True
@@ -86,21 +87,28 @@ class AgentConfig:
     retry_invalid: bool = False
     retry_temperature: float = 0.7
     retry_top_p: float = 0.8
-    # Questions in flight per worker actor (async); throughput scales with this, not with actors.
-    max_concurrency: int = 4
-    prompt: str = "standalone_mc"
-    prompt_open: str = "standalone_open"
-    # --- The tool-using QA agent (modes full / no_cache_prune / no_search / no_tools); the paper's defaults.
-    # TopK candidates per source from first-stage retrieval (paper: 32 per source, 192 over six sources).
-    top_k: int = 32
-    # TopR documents kept by the reranker and queued for review (paper: 32; Fig. 3 sweeps it).
-    top_r: int = 32
+    # "always": a last call answers from conversation + memory bank (the paper's final step);
+    # "fallback": the model's own final_answer stands, the last call is made only when there is none.
+    final_answer_call: FinalAnswerCall = FinalAnswerCall.always
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "agent.answer")
+
+
+@dataclass
+class ToolLoopConfig:
+    """The tool-using QA agent's loop (modes full / no_cache_prune / no_search): its tools, its memory and
+    its budgets; the paper's defaults."""
+
+    # The tools the mode offers (besides final_answer; open-ended questions add generate_options) and what
+    # a search does with its results: cache_prune (the paper's memory bank), context (straight into the
+    # conversation: "w/o Cache & Prune") or none. None: the mode's defaults (medagent.agent.tools).
+    tools: list[str] | None = None
+    memory: Memory | None = None
     # B, documents per relevance_analysis batch; at most ceil(top_r / batch_size) batches per question.
     batch_size: int = 4
-    # Documents the no-tool baseline gets in its prompt (paper: the top 3).
-    no_tools_docs: int = 3
     # Model turns in the tool loop; when spent, the answer is forced. None: derived from TopR and B
-    # (``step_budget``), so that every review batch can be reviewed and quoted.
+    # (``AgentConfig.step_budget``), so that every review batch can be reviewed and quoted.
     max_steps: int | None = None
     # Tokens of one conversation (paper: 8,192); when the next turn would not fit, the answer is forced.
     max_conversation_tokens: int = 8192
@@ -111,40 +119,68 @@ class AgentConfig:
     # Tool calls run from one reply; the others are answered "not run" (the small model sometimes
     # emits long lists of calls).
     max_calls_per_step: int = 4
-    # "always": a last call answers from conversation + memory bank (the paper's final step);
-    # "fallback": the model's own final_answer stands, the last call is made only when there is none.
-    final_answer_call: FinalAnswerCall = FinalAnswerCall.always
     # Characters of a document shown to the model; quotes are still verified against the full text.
     doc_max_chars: int = 3000
-    # The tools the mode offers (besides final_answer; open-ended questions add generate_options) and what
-    # a search does with its results: cache_prune (the paper's memory bank), context (straight into the
-    # conversation: "w/o Cache & Prune") or none. None: the mode's defaults (medagent.agent.tools).
-    tools: list[str] | None = None
-    memory: Memory | None = None
     # Candidate answers generate_options asks for (open-ended mode).
     n_options: int = 5
-    # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
-    retrieval_sources: list[str] | None = None
-    retrieval_mode: RetrievalMode | None = None
-    # The gated agent's confidence gate (mode gated).
-    gate: GateConfig = field(default_factory=GateConfig)
 
     def __post_init__(self) -> None:
-        coerce_choices(self, "agent")
+        coerce_choices(self, "agent.loop")
+
+
+@dataclass
+class QARetrievalConfig:
+    """What the QA agent retrieves per search (the paper's sizes)."""
+
+    # TopK candidates per source from first-stage retrieval (paper: 32 per source, 192 over six sources).
+    top_k: int = 32
+    # TopR documents kept by the reranker and queued for review (paper: 32; Fig. 3 sweeps it).
+    top_r: int = 32
+    # Documents the no-tool baseline gets in its prompt (paper: the top 3).
+    no_tools_docs: int = 3
+    # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
+    sources: list[str] | None = None
+    mode: RetrievalMode | None = None
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "agent.retrieval")
+
+
+@dataclass
+class AgentConfig:
+    """The QA agent: its mode, then its settings by group (sampling, final answer, tool loop, retrieval,
+    gate).
+
+    ``mode`` is a name registered with ``medagent.agent.register_agent``; an unregistered one raises
+    ``KeyError`` listing the registered modes when the config is built.
+    """
+
+    mode: str = "standalone"
+    open_ended: bool = False
+    # Questions in flight per worker actor (async); throughput scales with this, not with actors.
+    max_concurrency: int = 4
+    prompt: str = "standalone_mc"
+    prompt_open: str = "standalone_open"
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    answer: FinalAnswerConfig = field(default_factory=FinalAnswerConfig)
+    loop: ToolLoopConfig = field(default_factory=ToolLoopConfig)
+    retrieval: QARetrievalConfig = field(default_factory=QARetrievalConfig)
+    # The gated agent's confidence gate (mode gated).
+    gate: GateConfig = field(default_factory=GateConfig)
 
     def step_budget(self) -> int:
         """``max_steps``, or when None the turns a full review takes: each of the ceil(R/B) batches is
         reviewed and quoted (2 turns), plus ``STEP_OVERHEAD`` for the comparison, searches and the answer
         (the paper: R = 32, B = 4 -> 8 batches -> 24 turns; Fig. 3's TopR 64 -> 40)."""
-        if self.max_steps is not None:
-            return self.max_steps
-        return 2 * math.ceil(self.top_r / self.batch_size) + STEP_OVERHEAD
+        if self.loop.max_steps is not None:
+            return self.loop.max_steps
+        return 2 * math.ceil(self.retrieval.top_r / self.loop.batch_size) + STEP_OVERHEAD
 
     def answer_sampling(self) -> list[tuple[float, float]]:
         """(temperature, top_p) of each try at a final answer: the config's, then the retry's when on."""
-        tries = [(self.temperature, self.top_p)]
-        if self.retry_invalid:
-            tries.append((self.retry_temperature, self.retry_top_p))
+        tries = [(self.sampling.temperature, self.sampling.top_p)]
+        if self.answer.retry_invalid:
+            tries.append((self.answer.retry_temperature, self.answer.retry_top_p))
         return tries
 
     def within(self, max_output_tokens: int | None) -> AgentConfig:
@@ -152,11 +188,15 @@ class AgentConfig:
         if max_output_tokens is None:
             return self
         cap = max_output_tokens
+        loop = self.loop
         return replace(
             self,
-            max_tokens=min(self.max_tokens, cap),
-            step_max_tokens=min(self.step_max_tokens, cap),
-            tool_max_tokens=min(self.tool_max_tokens, cap),
+            sampling=replace(self.sampling, max_tokens=min(self.sampling.max_tokens, cap)),
+            loop=replace(
+                loop,
+                step_max_tokens=min(loop.step_max_tokens, cap),
+                tool_max_tokens=min(loop.tool_max_tokens, cap),
+            ),
             gate=replace(self.gate, max_tokens=min(self.gate.max_tokens, cap)),
         )
 

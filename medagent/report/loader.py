@@ -1,6 +1,6 @@
 """Run directories for the report: found by path or glob, opened read-only, identified by their config.
 
-A run is identified by its manifest's config (``RunKey``: benchmark name, agent mode, ``agent.top_r``,
+A run is identified by its manifest's config (``RunKey``: benchmark name, agent mode, ``agent.retrieval.top_r``,
 ``agent.open_ended``, LLM name). Problems (no manifest, no predictions, two runs with one identity) become
 notes for the report, never exceptions: a report over a half-finished sweep is still useful.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from medagent.config.legacy import upgrade_config
 from medagent.run import RunDir
 from medagent.types import Gold, Prediction
 
@@ -101,8 +102,8 @@ def find_run_dirs(patterns: Iterable[str]) -> tuple[list[Path], list[str]]:
 def run_key(config: dict[str, Any] | None, metrics: dict[str, Any] | None) -> RunKey | None:
     """The identity of a run from its manifest config, else from ``metrics.json`` (older runs)."""
     if _is_benchmark_config(config):
-        agent = config.get("agent") or {}
-        top_r = agent.get("top_r")
+        agent = upgrade_config(config).get("agent") or {}  # older run dirs record the agent's keys flat
+        top_r = (agent.get("retrieval") or {}).get("top_r")
         return RunKey(
             benchmark=str((config.get("benchmark") or {}).get("name", "?")),
             mode=str(agent.get("mode", "?")),

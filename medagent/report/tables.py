@@ -218,7 +218,7 @@ def top_r_table(
         if n < 2:
             t.notes.append(f"{bench} / {llm}: one TopR value only; no sweep to plot")
     if not sweep:
-        t.notes.append(f"no multiple-choice {mode} run with agent.top_r")
+        t.notes.append(f"no multiple-choice {mode} run with agent.retrieval.top_r")
     return t
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from medagent.config import ClusterConfig, ModelConfig
+from medagent.config.choices import ChunkingMode, HnswStorage, IndexKind, Metric, Pooling, coerce_choices
 
 
 @dataclass
@@ -47,12 +48,15 @@ class ChunkingConfig:
         min_words: A trailing window shorter than this is merged into the previous chunk.
     """
 
-    mode: str = "plain"
+    mode: ChunkingMode = ChunkingMode.plain
     size: int = 128
     overlap: int = 16
     parent_size: int = 512
     parent_overlap: int = 0
     min_words: int = 16
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "corpus.chunking")
 
 
 @dataclass
@@ -91,8 +95,8 @@ class EmbedderConfig:
     query_model: ModelConfig | None = None
     dimension: int = 384
     normalize: bool = True
-    metric: str = "l2"
-    pooling: str | None = None
+    metric: Metric = Metric.l2
+    pooling: Pooling | None = None
     max_seq_length: int | None = None
     query_max_seq_length: int | None = None
     title_sep: str = ". "
@@ -100,6 +104,9 @@ class EmbedderConfig:
     batch_size: int = 64
     device: str | None = None
     model_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "embedder")
 
 
 @dataclass
@@ -125,7 +132,7 @@ class IndexConfig:
         seed: Seed of the training sample and of FAISS k-means.
     """
 
-    kind: str = "flat"
+    kind: IndexKind = IndexKind.flat
     nlist: int | None = None
     pq_m: int = 96
     pq_nbits: int = 8
@@ -133,12 +140,15 @@ class IndexConfig:
     hnsw_m: int = 8
     ef_construction: int = 200
     ef_search: int = 512
-    hnsw_storage: str = "flat"
+    hnsw_storage: HnswStorage = HnswStorage.flat
     refine_factor: int = 0
     train_size: int = 100_000
     use_gpu: bool = True
     bm25: bool = True
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "index")
 
 
 @dataclass

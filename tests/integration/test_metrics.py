@@ -23,7 +23,6 @@ import pytest
 from actors.metrics import SPECS
 from medagent.agent.tools import SPECS as TOOL_SPECS
 from medagent.config import (
-    AgentConfig,
     BenchmarkConfig,
     ClusterConfig,
     HistoryAgentConfig,
@@ -32,6 +31,7 @@ from medagent.config import (
     RunConfig,
 )
 from pipelines.benchmark_run import run
+from tests.configs import agent_config
 from tests.integration.conftest import clear_serve_apps
 from tests.integration.test_qa_agent import RERANKER
 from tests.integration.test_qa_agent import SMOL as QA_SMOL
@@ -116,7 +116,7 @@ def test_a_small_run_exports_every_custom_metric(
     t0 = time.monotonic()
     cfg = RunConfig(
         benchmark=BENCHMARK,
-        agent=AgentConfig(
+        agent=agent_config(
             mode="full",
             max_tokens=64,
             top_k=2,

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from medagent.config import (
-    AgentConfig,
     ClusterConfig,
     LLMConfig,
     ModelConfig,
@@ -23,6 +22,7 @@ from medagent.config import (
 from medagent.run import RunDir
 from medagent.types import INVALID
 from pipelines.benchmark_run import run
+from tests.configs import agent_config
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,7 @@ SMALL = {"top_k": 2, "top_r": 4, "batch_size": 4, "doc_max_chars": 600, "max_ste
 def _run(cluster: ClusterConfig, index: Path, data_root: Path, run_dir: Path, llm: LLMConfig,
          **agent: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # fmt: skip
     cfg = RunConfig(
-        agent=AgentConfig(**{"max_tokens": 256, **SMALL, **agent}),
+        agent=agent_config(**{"max_tokens": 256, **SMALL, **agent}),
         llm=llm,
         cluster=cluster,
         retriever=RetrieverConfig(top_k=2),

@@ -23,7 +23,6 @@ import pytest
 import yaml
 
 from medagent.config import (
-    AgentConfig,
     AnnotateRunConfig,
     ClusterConfig,
     HistoryAgentConfig,
@@ -39,6 +38,7 @@ from medagent.config import (
     to_dataclass,
 )
 from medagent.run import RunDir
+from tests.configs import agent_config
 from tests.integration.conftest import clear_serve_apps, llm_annotator, one_dialogue_data_root
 
 pytestmark = [
@@ -93,7 +93,7 @@ def vllm_app(ray_cluster: Any, cluster: ClusterConfig) -> Iterator[str]:
 
 def _run_cfg(cluster: ClusterConfig, index: Path, data_root: Path, run_dir: Path, **agent: Any) -> RunConfig:
     return RunConfig(
-        agent=AgentConfig(**{**SMALL, **agent}),
+        agent=agent_config(**{**SMALL, **agent}),
         llm=VLLM,
         cluster=cluster,
         retriever=RetrieverConfig(top_k=2),

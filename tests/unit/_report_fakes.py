@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from medagent.config import AgentConfig, BenchmarkConfig, LLMConfig, RunConfig
+from medagent.config import BenchmarkConfig, LLMConfig, RunConfig
 from medagent.run import RunDir
 from medagent.types import Gold, Prediction
+from tests.configs import agent_config
 
 GOLD_LETTERS = {"q1": "A", "q2": "B", "q3": "C", "q4": "D", "q5": "E"}
 
@@ -55,7 +56,7 @@ def make_run(
     rd = RunDir(root / name)
     cfg = RunConfig(
         benchmark=BenchmarkConfig(name=benchmark, loader=benchmark),
-        agent=AgentConfig(mode=mode, top_r=top_r, open_ended=open_ended),
+        agent=agent_config(mode=mode, top_r=top_r, open_ended=open_ended),
         llm=LLMConfig(name=llm),
     )
     rd.write_json(rd.manifest, {"config": asdict(cfg), "git_sha": None})

@@ -8,15 +8,16 @@ from typing import Any
 
 from medagent.agent import build_agent
 from medagent.agent.services import AgentDeps
-from medagent.config import AgentConfig, GateConfig
+from medagent.config import GateConfig
 from medagent.types import INVALID
+from tests.configs import agent_config
 from tests.fakes import ScriptedChatModel, completion
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs, native, reply
 
 
 def test_standalone_retries_an_unreadable_answer_at_the_papers_sampling() -> None:
     llm = ScriptedChatModel([completion("It depends."), completion("The answer is B.")])
-    pred = asyncio.run(build_agent(AgentConfig(retry_invalid=True), llm).answer(Q))
+    pred = asyncio.run(build_agent(agent_config(retry_invalid=True), llm).answer(Q))
     assert pred.answer == "B"
     assert [s["kind"] for s in pred.trace] == ["invalid_answer", "final_answer"] and pred.trace[1]["retry"]
     assert (llm.requests[1]["temperature"], llm.requests[1]["top_p"]) == (0.7, 0.8)
@@ -25,19 +26,19 @@ def test_standalone_retries_an_unreadable_answer_at_the_papers_sampling() -> Non
 
 def test_without_retry_an_unreadable_answer_stays_invalid() -> None:
     llm = ScriptedChatModel([completion("It depends.")])
-    pred = asyncio.run(build_agent(AgentConfig(), llm).answer(Q))
+    pred = asyncio.run(build_agent(agent_config(), llm).answer(Q))
     assert pred.answer == INVALID and len(llm.requests) == 1
 
 
 def test_retry_is_also_invalid_when_it_is_unreadable() -> None:
     llm = ScriptedChatModel([completion("Hmm."), completion("Both A and B.")])
-    pred = asyncio.run(build_agent(AgentConfig(retry_invalid=True), llm).answer(Q))
+    pred = asyncio.run(build_agent(agent_config(retry_invalid=True), llm).answer(Q))
     assert pred.answer == INVALID and pred.trace[-1]["kind"] == "final_answer"
 
 
 def _full(model: AgentModel, **cfg: Any) -> Any:
     services = AgentDeps(retriever=FakeRetriever(make_docs(4)), reranker=FakeReranker())
-    return build_agent(AgentConfig(mode="full", **cfg), model, services)
+    return build_agent(agent_config(mode="full", **cfg), model, services)
 
 
 def test_full_agent_retries_its_last_call_when_the_model_never_answered() -> None:
@@ -56,16 +57,20 @@ def test_full_agent_keeps_its_committed_answer_rather_than_retrying() -> None:
 
 
 def test_step_budget_follows_top_r_and_batch_size() -> None:
-    assert AgentConfig().step_budget() == 24  # the QA paper: 32 / 4 = 8 batches
-    assert AgentConfig(top_r=64).step_budget() == 40  # Fig. 3's largest TopR: all 16 batches
-    assert AgentConfig(top_r=8).step_budget() == 12  # conf/scale/cpu.yaml
-    assert AgentConfig(max_steps=3).step_budget() == 3
+    assert agent_config().step_budget() == 24  # the QA paper: 32 / 4 = 8 batches
+    assert agent_config(top_r=64).step_budget() == 40  # Fig. 3's largest TopR: all 16 batches
+    assert agent_config(top_r=8).step_budget() == 12  # conf/scale/cpu.yaml
+    assert agent_config(max_steps=3).step_budget() == 3
 
 
 def test_generation_limits_are_capped_by_the_model() -> None:
-    cfg = AgentConfig(
+    cfg = agent_config(
         max_tokens=256, step_max_tokens=512, tool_max_tokens=1024, gate=GateConfig(max_tokens=64)
     )
     capped = cfg.within(300)
-    assert (capped.max_tokens, capped.step_max_tokens, capped.tool_max_tokens) == (256, 300, 300)
+    assert (capped.sampling.max_tokens, capped.loop.step_max_tokens, capped.loop.tool_max_tokens) == (
+        256,
+        300,
+        300,
+    )
     assert capped.gate.max_tokens == 64 and cfg.within(None) is cfg

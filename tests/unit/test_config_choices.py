@@ -12,7 +12,6 @@ from omegaconf import OmegaConf
 
 from medagent.agent.base import AGENTS, check_modes
 from medagent.config import (
-    AgentConfig,
     AnnotateRunConfig,
     HistoryAgentConfig,
     InterviewRunConfig,
@@ -22,7 +21,9 @@ from medagent.config import (
     ServeConfig,
     SuiteRunConfig,
 )
+from medagent.retrieval.config import EmbedderConfig, IndexConfig, IndexJobConfig
 from pipelines.common import register_configs
+from tests.configs import agent_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 AGENT_MODES = sorted(p.stem for p in (CONF / "agent").glob("*.yaml"))
@@ -34,6 +35,7 @@ for _name, _node in [
     ("serve_schema", ServeConfig),
     ("suite_schema", SuiteRunConfig),
     ("annotate_schema", AnnotateRunConfig),
+    ("index_schema", IndexJobConfig),
 ]:
     ConfigStore.instance().store(name=_name, node=_node)
 
@@ -49,9 +51,9 @@ SHARED = {
     "retriever.mode": "dense, bm25, hybrid",
 }
 QA_AGENT = {
-    "agent.memory": "cache_prune, context, none",
-    "agent.final_answer_call": "always, fallback",
-    "agent.retrieval_mode": "dense, bm25, hybrid",
+    "agent.loop.memory": "cache_prune, context, none",
+    "agent.answer.final_answer_call": "always, fallback",
+    "agent.retrieval.mode": "dense, bm25, hybrid",
     "agent.gate.confidence": "auto, logprobs, samples",
 }
 HISTORY_AGENT = {
@@ -60,6 +62,15 @@ HISTORY_AGENT = {
     "priorities": "paper, physician",
     "context": "opening, full, transcript_run",
     "retrieval_mode": "dense, bm25, hybrid",
+}
+
+# Closed sets of the indexing job (medagent.retrieval.config).
+INDEX_JOB = {
+    "index.kind": "flat, ivfpq, hnsw",
+    "index.hnsw_storage": "flat, sq8, pq",
+    "embedder.metric": "l2, ip",
+    "embedder.pooling": "cls, mean",
+    "corpus.chunking.mode": "plain, parent_child",
 }
 
 
@@ -108,7 +119,7 @@ def test_unregistered_agent_modes_fail_naming_the_registered_ones(mode: str) -> 
     assert "cannot be 'gated'" in _error("config", f"agent={mode}", "agent.gate.tools_mode=gated")
 
 
-@pytest.mark.parametrize("key", ["agent.memory", "llm.backend"])
+@pytest.mark.parametrize("key", ["agent.loop.memory", "llm.backend"])
 def test_run_suite_typo_fails(key: str) -> None:
     message = _error("run_suite", f"{key}=cahce")
     assert "cahce" in message and {**SHARED, **QA_AGENT}[key] in message, message
@@ -138,26 +149,45 @@ def test_annotate_typo_fails_naming_the_allowed_values() -> None:
     assert SHARED["llm.backend"] in _error("annotate_interviews", "llm.backend=cahce")
 
 
+@pytest.mark.parametrize("key", sorted(INDEX_JOB))
+def test_index_corpus_typo_fails_naming_the_allowed_values(key: str) -> None:
+    message = _error("index_corpus", "out_dir=/tmp/x", f"{key}=cahce")
+    assert "cahce" in message and INDEX_JOB[key] in message, message
+
+
+def test_index_configs_built_in_python_are_checked_too() -> None:
+    with pytest.raises(ValueError, match="index.kind must be one of flat, ivfpq, hnsw, got 'hnws'"):
+        IndexConfig(kind="hnws")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="embedder.metric must be one of l2, ip"):
+        EmbedderConfig(metric="cos")  # type: ignore[arg-type]
+    assert IndexConfig(kind="hnsw").kind == "hnsw"  # type: ignore[arg-type]
+
+
 def test_configs_built_in_python_are_checked_too() -> None:
     with pytest.raises(
-        ValueError, match="agent.memory must be one of cache_prune, context, none, got 'cahce'"
+        ValueError, match="agent.loop.memory must be one of cache_prune, context, none, got 'cahce'"
     ):
-        AgentConfig(memory="cahce")  # type: ignore[arg-type]
+        agent_config(memory="cahce")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="agent.policy must be one of order, information"):
         HistoryAgentConfig(policy="informaton")  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="registered"):
-        check_modes(AgentConfig(mode="standalon"))
-    assert AgentConfig(memory="context").memory is Memory.context  # type: ignore[arg-type]
+        check_modes(agent_config(mode="standalon"))
+    assert agent_config(memory="context").loop.memory is Memory.context  # type: ignore[arg-type]
 
 
 def test_members_read_as_their_plain_values() -> None:
     from pipelines.benchmark_run import run_config
 
-    cfg: RunConfig = _convert("config", "agent=full", "agent.memory=context", "llm.tool_calls=json_schema")
-    assert cfg.agent.memory == "context" and f"{cfg.agent.memory}" == str(cfg.agent.memory) == "context"
-    assert {"context": 1}[cfg.agent.memory] == 1 and cfg.llm.backend in ("llamacpp",)
+    cfg: RunConfig = _convert(
+        "config", "agent=full", "agent.loop.memory=context", "llm.tool_calls=json_schema"
+    )
+    assert (
+        cfg.agent.loop.memory == "context"
+        and f"{cfg.agent.loop.memory}" == str(cfg.agent.loop.memory) == "context"
+    )
+    assert {"context": 1}[cfg.agent.loop.memory] == 1 and cfg.llm.backend in ("llamacpp",)
     config = run_config(cfg)  # what the manifest stores and a resume compares
-    assert type(config["agent"]["memory"]) is str and config["agent"]["memory"] == "context"
+    assert type(config["agent"]["loop"]["memory"]) is str and config["agent"]["loop"]["memory"] == "context"
     assert config["llm"]["backend"] == "llamacpp" and config["llm"]["tool_calls"] == "json_schema"
     assert config["cluster"]["serve_proxy_location"] == "EveryNode"
     assert json.loads(json.dumps(config)) == config

@@ -7,10 +7,12 @@ import json
 import shutil
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from medagent.config import BenchmarkConfig, RunConfig
+from medagent.config.legacy import AGENT_MOVES, upgrade_config
 from medagent.run import ConfigDriftError, RunDir, check_resume, config_drift
 from medagent.types import Prediction, Question
 from pipelines.benchmark_run import RESUMABLE_KEYS, run
@@ -141,13 +143,37 @@ def test_run_refuses_a_resume_under_other_settings(tmp_path: Path, answered: lis
     cfg = _first_run(tmp_path)
     rd = RunDir(str(cfg.run_dir))
     before = rd.manifest.read_text(encoding="utf-8")
-    cfg.agent.top_r, cfg.reranker.name = 8, "gte-qwen2-7b-4bit"
-    with pytest.raises(ConfigDriftError, match=r"agent\.top_r: 32 -> 8[\s\S]*reranker\.name"):
+    cfg.agent.retrieval.top_r, cfg.reranker.name = 8, "gte-qwen2-7b-4bit"
+    with pytest.raises(ConfigDriftError, match=r"agent\.retrieval\.top_r: 32 -> 8[\s\S]*reranker\.name"):
         run(cfg)
     assert rd.manifest.read_text(encoding="utf-8") == before  # refused before anything was written
     cfg.resume_check = False
     assert run(cfg)["accuracy"] == 1.0
     assert rd.read_json(rd.manifest)["config"]["reranker"]["name"] == "gte-qwen2-7b-4bit"
+
+
+def _flat_agent(agent: dict[str, Any]) -> dict[str, Any]:
+    """The agent section as run dirs made before its groups recorded it (one level, former key names)."""
+    old = {new: key for key, new in AGENT_MOVES.items()}
+    flat = {k: v for k, v in agent.items() if k not in {p.split(".")[0] for p in old}}
+    for new, key in old.items():
+        group, leaf = new.split(".")
+        flat[key] = agent[group][leaf]
+    return flat
+
+
+def test_run_dirs_with_the_flat_agent_keys_still_resume(tmp_path: Path, answered: list[int]) -> None:
+    cfg = _first_run(tmp_path)
+    rd = RunDir(str(cfg.run_dir))
+    manifest = rd.read_json(rd.manifest)
+    nested = manifest["config"]["agent"]
+    manifest["config"]["agent"] = _flat_agent(nested)
+    assert upgrade_config(manifest["config"])["agent"] == nested
+    rd.write_json(rd.manifest, manifest)
+    assert run(cfg)["accuracy"] == 1.0  # resumed: the old keys were read into the groups
+    cfg.agent.retrieval.top_r = 8
+    with pytest.raises(ConfigDriftError, match=r"agent\.retrieval\.top_r: 32 -> 8"):
+        run(cfg)
 
 
 def test_resumable_keys_exist_in_the_run_config() -> None:

@@ -17,6 +17,7 @@ from medagent.agent.services import AgentDeps
 from medagent.config import AgentConfig, GateConfig
 from medagent.llm.base import build_request, parse_chat_completion
 from medagent.types import INVALID
+from tests.configs import agent_config
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, fenced, make_docs, reply
 
 
@@ -95,7 +96,7 @@ def _model(first: dict[str, Any]) -> AgentModel:
 
 
 def _cfg(**gate: Any) -> AgentConfig:
-    return AgentConfig(mode="gated", final_answer_call="fallback", gate=GateConfig(**gate))
+    return agent_config(mode="gated", final_answer_call="fallback", gate=GateConfig(**gate))
 
 
 def test_confident_first_answer_stands_without_tools() -> None:
@@ -161,9 +162,9 @@ def test_gate_config_is_checked_and_retrieval_follows_the_tools_mode() -> None:
         build_agent(_cfg(confidence="vibes"), _model(reply("")), _services())
     assert needs_retrieval(_cfg())
     assert not needs_retrieval(_cfg(tools_mode="no_search"))
-    assert needs_retrieval(AgentConfig(mode="no_tools")) and not needs_retrieval(AgentConfig())
+    assert needs_retrieval(agent_config(mode="no_tools")) and not needs_retrieval(agent_config())
     with pytest.raises(KeyError, match="registered"):
-        needs_retrieval(AgentConfig(mode="nope"))
+        needs_retrieval(agent_config(mode="nope"))
 
 
 def test_trace_is_json() -> None:

@@ -9,9 +9,9 @@ import pytest
 
 from medagent.agent import QAAgent, build_agent
 from medagent.agent.services import AgentDeps
-from medagent.config import AgentConfig
 from medagent.llm.base import LLMError
 from medagent.types import INVALID, Prediction
+from tests.configs import agent_config
 from tests.unit._qa_fakes import (
     AgentModel,
     FakeReranker,
@@ -29,7 +29,7 @@ def _agent(model: AgentModel, docs: int = 8, **cfg: Any) -> tuple[Any, FakeRetri
     retriever, reranker = FakeRetriever(make_docs(docs)), FakeReranker()
     cfg.setdefault("mode", "full")
     services = AgentDeps(retriever=retriever, reranker=reranker, json_schema=True)
-    return build_agent(AgentConfig(**cfg), model, services), retriever, reranker
+    return build_agent(agent_config(**cfg), model, services), retriever, reranker
 
 
 def _steps(pred: Prediction, kind: str) -> list[dict[str, Any]]:
@@ -210,7 +210,7 @@ def test_unparseable_final_answer_is_invalid_with_raw_kept() -> None:
 
 def test_unconstrained_final_call_when_the_backend_lacks_json_schema() -> None:
     model = AgentModel([native("final_answer", {"answer": "B"})], final=reply("The answer is (C)."))
-    agent = build_agent(AgentConfig(mode="no_search"), model, AgentDeps(json_schema=False))
+    agent = build_agent(agent_config(mode="no_search"), model, AgentDeps(json_schema=False))
     pred = asyncio.run(agent.answer(Q))
     assert "response_format" not in model.of_kind("final")[0] and pred.answer == "C"
 
@@ -255,7 +255,7 @@ def test_no_cache_prune_cuts_documents_to_the_budget_for_the_answer() -> None:
     model = AgentModel([search])
     long_docs = [dataclasses.replace(d, content=d.content + " More text." * 200) for d in make_docs(8)]
     retriever, reranker = FakeRetriever(long_docs), FakeReranker()
-    cfg = AgentConfig(mode="no_cache_prune", top_r=8, max_conversation_tokens=3000, doc_max_chars=1500)
+    cfg = agent_config(mode="no_cache_prune", top_r=8, max_conversation_tokens=3000, doc_max_chars=1500)
     agent = build_agent(cfg, model, AgentDeps(retriever=retriever, reranker=reranker))
     pred = asyncio.run(agent.answer(Q))
     final = model.of_kind("final")[0]["messages"]
@@ -269,7 +269,7 @@ def test_no_search_needs_no_services_and_offers_no_search() -> None:
     model = AgentModel(
         [native("perform_comparison", {"question": Q.text}), native("final_answer", {"answer": "B"})]
     )
-    pred = asyncio.run(build_agent(AgentConfig(mode="no_search"), model).answer(Q))
+    pred = asyncio.run(build_agent(agent_config(mode="no_search"), model).answer(Q))
     names = [t["function"]["name"] for t in model.of_kind("turn")[0]["tools"]]
     assert names == ["perform_comparison", "final_answer"] and pred.answer == "B" and pred.evidence == []
     assert "Memory bank" not in model.of_kind("final")[0]["messages"][-1]["content"]
@@ -306,7 +306,7 @@ def test_open_ended_hides_options_and_generates_candidates() -> None:
 @pytest.mark.parametrize("mode", ["full", "no_cache_prune", "no_tools"])
 def test_search_modes_refuse_to_build_without_services(mode: str) -> None:
     with pytest.raises(ValueError, match="retriever"):
-        build_agent(AgentConfig(mode=mode), AgentModel([]))
+        build_agent(agent_config(mode=mode), AgentModel([]))
 
 
 class _PerQuestion(AgentModel):

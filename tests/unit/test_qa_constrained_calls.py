@@ -9,7 +9,7 @@ from typing import Any
 from medagent.agent import build_agent
 from medagent.agent.services import AgentDeps
 from medagent.agent.tools import call_schema
-from medagent.config import AgentConfig
+from tests.configs import agent_config
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs, reply
 
 
@@ -37,7 +37,7 @@ def test_the_full_agent_runs_on_constrained_turns() -> None:
         turn("locate_evidence", {"doc_ids": ["D1"]}),
         turn("final_answer", {"answer": "B"}),
     ])  # fmt: skip
-    cfg = AgentConfig(mode="full", top_k=4, top_r=4, batch_size=4)
+    cfg = agent_config(mode="full", top_k=4, top_r=4, batch_size=4)
     services = AgentDeps(
         retriever=FakeRetriever(make_docs(4)),
         reranker=FakeReranker(),
@@ -67,7 +67,7 @@ def test_the_full_agent_runs_on_constrained_turns() -> None:
 def test_without_json_schema_support_turns_stay_free() -> None:
     model = AgentModel([turn("final_answer", {"answer": "B"})])
     services = AgentDeps(json_schema=False, tool_calls="json_schema")
-    pred = asyncio.run(build_agent(AgentConfig(mode="no_search"), model, services).answer(Q))
+    pred = asyncio.run(build_agent(agent_config(mode="no_search"), model, services).answer(Q))
     assert pred.answer == "B"
     assert "tools" in model.of_kind("turn")[0] and "response_format" not in model.of_kind("turn")[0]
 
@@ -85,7 +85,7 @@ def test_a_repeated_call_or_a_second_quote_of_the_same_document_is_refused_witho
     services = AgentDeps(
         retriever=retriever, reranker=FakeReranker(), json_schema=True, tool_calls="json_schema"
     )
-    pred = asyncio.run(build_agent(AgentConfig(mode="full", top_k=4, top_r=4), model, services).answer(Q))
+    pred = asyncio.run(build_agent(agent_config(mode="full", top_k=4, top_r=4), model, services).answer(Q))
     assert len(retriever.calls) == 1 and len(model.of_kind("locate")) == 1
     steps = [s for s in pred.trace if s["kind"] == "tool"]
     assert "Not run: the same enable_search call" in model.of_kind("turn")[2]["messages"][-1]["content"]

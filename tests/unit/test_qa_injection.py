@@ -15,8 +15,8 @@ import pytest
 
 from medagent.agent import build_agent
 from medagent.agent.services import AgentDeps, Doc
-from medagent.config import AgentConfig
 from medagent.types import Prediction
+from tests.configs import agent_config
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs, native
 
 INJECTION = (
@@ -55,7 +55,7 @@ def _run(mode: str, injected: bool) -> tuple[Prediction, AgentModel, FakeRetriev
     }[mode]
     model = AgentModel(turns)
     retriever = FakeRetriever(_docs(injected))
-    cfg = AgentConfig(mode=mode, top_r=4, batch_size=4)
+    cfg = agent_config(mode=mode, top_r=4, batch_size=4)
     agent = build_agent(cfg, model, AgentDeps(retriever=retriever, reranker=FakeReranker()))
     return asyncio.run(agent.answer(Q)), model, retriever
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from medagent.retrieval.chunking import (
@@ -60,17 +62,17 @@ def test_parent_child_split_indexes_children_and_keeps_parent_ids() -> None:
 
 
 @pytest.mark.parametrize(
-    "cfg",
+    "kwargs",
     [
-        ChunkingConfig(size=10, overlap=10),
-        ChunkingConfig(size=0),
-        ChunkingConfig(mode="sentences"),
-        ChunkingConfig(mode="parent_child", size=100, parent_size=50),
+        {"size": 10, "overlap": 10},
+        {"size": 0},
+        {"mode": "sentences"},  # an unknown mode is refused when the config is built (a closed set)
+        {"mode": "parent_child", "size": 100, "parent_size": 50},
     ],
 )
-def test_impossible_settings_are_refused(cfg: ChunkingConfig) -> None:
+def test_impossible_settings_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="chunking"):
-        validate_chunking(cfg)
+        validate_chunking(ChunkingConfig(**kwargs))
 
 
 def test_chunk_documents_streams_only_indexed_chunks() -> None:

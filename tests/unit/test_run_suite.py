@@ -82,9 +82,9 @@ def test_overrides_narrow_the_sweep() -> None:
     assert [c.label for c in cells] == ["agent=full", "agent=standalone"]
     _, cells = _plan("experiment=table3_ablation", "hydra.sweeper.params.benchmark='medqa,pubmedqa'")
     assert len(cells) == 8 and {c.cfg.benchmark.name for c in cells} == {"medqa", "pubmedqa"}
-    _, cells = _plan("experiment=fig3_topr_sweep", "benchmark=medqa", "agent.top_r=4")
+    _, cells = _plan("experiment=fig3_topr_sweep", "benchmark=medqa", "agent.retrieval.top_r=4")
     [cell] = cells
-    assert cell.cfg.agent.top_r == 4 and str(cell.cfg.run_dir).endswith("medqa-full-r4")
+    assert cell.cfg.agent.retrieval.top_r == 4 and str(cell.cfg.run_dir).endswith("medqa-full-r4")
     # A one-cell suite writes its report beside the run dir, not into it.
     assert suite_dir(cells) == Path(str(cell.cfg.run_dir)).parent
 
@@ -153,8 +153,15 @@ def test_complete_means_every_question_answered_then_scored(tmp_path: Path) -> N
     # A finished cell asked for again under other settings is refused, never reported as done.
     rd.write_json(rd.manifest, {"config": json.loads(json.dumps(asdict(cfg), default=str))})
     assert is_complete(cfg)
-    with pytest.raises(ConfigDriftError, match="agent.top_r"):
-        is_complete(replace(cfg, agent=replace(cfg.agent, top_r=cfg.agent.top_r + 1)))
+    with pytest.raises(ConfigDriftError, match="agent.retrieval.top_r"):
+        is_complete(
+            replace(
+                cfg,
+                agent=replace(
+                    cfg.agent, retrieval=replace(cfg.agent.retrieval, top_r=cfg.agent.retrieval.top_r + 1)
+                ),
+            )
+        )
     cell = Cell(["benchmark=jsonl"], cfg, label="benchmark=jsonl", status="skipped", predictions=2)
     assert "1 skipped of 1 cells" in format_summary([cell])
 

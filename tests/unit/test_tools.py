@@ -11,15 +11,15 @@ from medagent.agent.episode import Episode
 from medagent.agent.memory import MemoryBank
 from medagent.agent.toolargs import ToolError
 from medagent.agent.tools import TOOLS, ToolContext, mode_tools, run_tool, searches, tool_names, tool_schemas
-from medagent.config import AgentConfig
 from medagent.types import Question
+from tests.configs import agent_config
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs
 
 
 def _ctx(memory_kind: str = "cache_prune", question: Question = Q, **cfg: Any) -> ToolContext:
     return ToolContext(
         question=question, memory=MemoryBank(question.id, batch_size=2, top_r=4), rec=Episode(),
-        llm=AgentModel([]), cfg=AgentConfig(mode="full", **cfg), memory_kind=memory_kind,
+        llm=AgentModel([]), cfg=agent_config(mode="full", **cfg), memory_kind=memory_kind,
         retriever=FakeRetriever(make_docs(4)), reranker=FakeReranker(),
     )  # fmt: skip
 
@@ -38,17 +38,17 @@ def test_registry_holds_the_papers_tools_with_their_rules() -> None:
 
 
 def test_modes_are_config_with_defaults() -> None:
-    assert mode_tools(AgentConfig(mode="no_cache_prune")) == (
+    assert mode_tools(agent_config(mode="no_cache_prune")) == (
         ["perform_comparison", "enable_search"],
         "context",
     )
-    custom = AgentConfig(mode="full", tools=["perform_comparison"], memory="none")
+    custom = agent_config(mode="full", tools=["perform_comparison"], memory="none")
     assert tool_names(custom, open_ended=True) == ["generate_options", "perform_comparison", "final_answer"]
-    assert not searches(custom) and searches(AgentConfig(mode="full"))
+    assert not searches(custom) and searches(agent_config(mode="full"))
     with pytest.raises(ValueError, match="unknown"):
-        mode_tools(AgentConfig(mode="full", tools=["google"]))
+        mode_tools(agent_config(mode="full", tools=["google"]))
     with pytest.raises(ValueError, match="memory"):
-        mode_tools(AgentConfig(mode="full", memory="infinite"))
+        mode_tools(agent_config(mode="full", memory="infinite"))
 
 
 def test_perform_comparison_uses_the_real_options() -> None:

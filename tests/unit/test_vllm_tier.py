@@ -14,10 +14,11 @@ import pytest
 from actors.gpu_llm import model_source, vllm_app_args, vllm_llm_kwargs
 from medagent.agent import build_agent
 from medagent.agent.services import AgentDeps
-from medagent.config import AgentConfig, LLMConfig, ModelConfig
+from medagent.config import LLMConfig, ModelConfig
 from medagent.llm.base import build_request
 from medagent.models import ModelNotFoundError
 from pipelines.submit import compose_pipeline_config
+from tests.configs import agent_config
 from tests.unit._qa_fakes import AgentModel, FakeReranker, FakeRetriever, Q, make_docs, native
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def test_native_turns_send_the_configured_tool_choice_and_trace_native_origin() 
         tool_calls="native",
         tool_choice="required",
     )
-    agent = build_agent(AgentConfig(mode="full", top_k=4, top_r=4), model, services)
+    agent = build_agent(agent_config(mode="full", top_k=4, top_r=4), model, services)
     pred = asyncio.run(agent.answer(Q))
     turns = model.of_kind("turn")
     assert turns and all(b["tool_choice"] == "required" and b["tools"] for b in turns)

@@ -38,11 +38,11 @@ SPECS: dict[str, dict[str, Any]] = {
 def mode_tools(cfg: AgentConfig) -> tuple[list[str], str]:
     """The mode's tools (without ``final_answer``) and its memory kind: the config's, else the defaults."""
     tools, memory = MODE_DEFAULTS.get(cfg.mode, ((), "none"))
-    names = list(cfg.tools) if cfg.tools is not None else list(tools)
-    kind = cfg.memory if cfg.memory is not None else memory
+    names = list(cfg.loop.tools) if cfg.loop.tools is not None else list(tools)
+    kind = cfg.loop.memory if cfg.loop.memory is not None else memory
     unknown = [n for n in names if n not in TOOLS or n == ANSWER_TOOL]
     if unknown:
-        raise ValueError(f"agent.tools of mode {cfg.mode!r}: unknown {unknown}; known: {TOOLS.names()}")
+        raise ValueError(f"agent.loop.tools of mode {cfg.mode!r}: unknown {unknown}; known: {TOOLS.names()}")
     return names, kind
 
 

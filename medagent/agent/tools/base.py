@@ -64,9 +64,9 @@ class ToolContext:
             prompt=prompt,
             schema_name=prompt.removeprefix("qa_"),
             json_schema_ok=self.json_schema,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            max_tokens=self.cfg.tool_max_tokens,
+            temperature=self.cfg.sampling.temperature,
+            top_p=self.cfg.sampling.top_p,
+            max_tokens=self.cfg.loop.tool_max_tokens,
             on_response=self.rec.llm,
         )
         return reply.value

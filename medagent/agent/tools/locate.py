@@ -82,7 +82,7 @@ class LocateEvidence(Tool):
             LocateReply,
             question=ctx.question.text,
             options=ctx.options(),
-            documents=documents_block(docs, ctx.cfg.doc_max_chars),
+            documents=documents_block(docs, ctx.cfg.loop.doc_max_chars),
         )
         cached: list[Evidence] = []
         unverified: list[Evidence] = []

@@ -41,7 +41,7 @@ class GenerateOptions(Tool):
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         question = text_arg(args, "question", default=ctx.question.text)
         reply = await ctx.ask(
-            "qa_generate_options", OptionsReply, question=question, n_options=ctx.cfg.n_options
+            "qa_generate_options", OptionsReply, question=question, n_options=ctx.cfg.loop.n_options
         )
         found = reply.options if reply is not None else []
         memory = ctx.memory

@@ -80,7 +80,7 @@ class RelevanceAnalysis(Tool):
             RelevanceReply,
             question=ctx.question.text,
             options=ctx.options(),
-            documents=documents_block(docs, ctx.cfg.doc_max_chars),
+            documents=documents_block(docs, ctx.cfg.loop.doc_max_chars),
         )
         verdicts = reply.by_handle(batch) if reply is not None else {}
         lines = []

@@ -22,7 +22,9 @@ async def search_docs(
 ) -> list[Doc]:
     """TopK per source, then the reranker's TopR; both calls are timed as retrieval."""
     start = time.perf_counter()
-    docs = await retriever.retrieve(query, cfg.top_k, sources=cfg.retrieval_sources, mode=cfg.retrieval_mode)
+    docs = await retriever.retrieve(
+        query, cfg.retrieval.top_k, sources=cfg.retrieval.sources, mode=cfg.retrieval.mode
+    )
     rec.retrieval(time.perf_counter() - start)
     if not docs:
         return []
@@ -50,15 +52,15 @@ class EnableSearch(Tool):
         if query.casefold() in (s.casefold() for s in memory.searches):
             raise ToolError(ctx.say("search_repeated", query=repr(query)))
         memory.searches.append(query)
-        docs = await search_docs(ctx.retriever, ctx.reranker, query, cfg.top_r, cfg, ctx.rec)
+        docs = await search_docs(ctx.retriever, ctx.reranker, query, cfg.retrieval.top_r, cfg, ctx.rec)
         handles, duplicates = memory.enqueue(docs)
         summary = {"retrieved": len(docs), "new": handles, "duplicates": duplicates}
         if ctx.memory_kind == "context":
             # The ablation without the memory bank: the results go straight into the conversation.
             shown = [(h, memory.doc(h)) for h in handles]
             for h, d in shown:
-                memory.add_context(h, d.content[: cfg.doc_max_chars])
-            body = documents_block(shown, cfg.doc_max_chars) if shown else ctx.say("search_no_new")
+                memory.add_context(h, d.content[: cfg.loop.doc_max_chars])
+            body = documents_block(shown, cfg.loop.doc_max_chars) if shown else ctx.say("search_no_new")
             return ToolResult(ctx.say("search_shown", query=repr(query), body=body), summary)
         if not handles:
             return ToolResult(ctx.say("search_nothing_new", query=repr(query)), summary)

@@ -1,0 +1,71 @@
+"""Reading configs recorded before the QA agent's settings were grouped (``agent.top_r`` ->
+``agent.retrieval.top_r``): run manifests store the config as JSON, and a resume check or a report compares
+them by dotted key, so an older run dir's flat keys are moved to where the schema keeps them now."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+# Former ``agent.<key>`` -> its path under ``agent`` now (``AgentConfig``'s groups).
+AGENT_MOVES: dict[str, str] = {
+    **{k: f"sampling.{k}" for k in ("temperature", "top_p", "max_tokens")},
+    **{
+        k: f"answer.{k}"
+        for k in (
+            "constrained_answer",
+            "retry_invalid",
+            "retry_temperature",
+            "retry_top_p",
+            "final_answer_call",
+        )
+    },
+    **{
+        k: f"loop.{k}"
+        for k in (
+            "tools",
+            "memory",
+            "batch_size",
+            "max_steps",
+            "max_conversation_tokens",
+            "step_max_tokens",
+            "tool_max_tokens",
+            "max_calls_per_step",
+            "doc_max_chars",
+            "n_options",
+        )
+    },
+    **{k: f"retrieval.{k}" for k in ("top_k", "top_r", "no_tools_docs")},
+    "retrieval_sources": "retrieval.sources",
+    "retrieval_mode": "retrieval.mode",
+}
+
+
+def upgrade_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` (a run's config as JSON) with a flat ``agent`` section moved into its groups; a config
+    recorded with the groups comes back equal. The input is not changed."""
+    out = copy.deepcopy(dict(config))
+    agent = out.get("agent")
+    if not isinstance(agent, Mapping) or "constrained_answer" not in agent:
+        # Grouped already, or not a QA run's config (the history-taking agent never had that key).
+        return out
+    nested: dict[str, Any] = {}
+    for key, value in agent.items():
+        node = nested
+        *parents, leaf = AGENT_MOVES.get(str(key), str(key)).split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    out["agent"] = nested
+    return out
+
+
+def upgrade_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A run manifest with its ``config`` upgraded (``upgrade_config``); None stays None."""
+    if manifest is None:
+        return None
+    out = dict(manifest)
+    if isinstance(out.get("config"), Mapping):
+        out["config"] = upgrade_config(out["config"])
+    return out
