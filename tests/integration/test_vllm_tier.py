@@ -71,7 +71,7 @@ TOOLS = [
 @pytest.fixture(scope="module")
 def cluster(cluster_cfg: ClusterConfig) -> ClusterConfig:
     """The session's cluster with conf/cluster/local.yaml's vLLM bundle (CPUs, no GPU)."""
-    return replace(cluster_cfg, llm_bundle={"CPU": 1.0})
+    return replace(cluster_cfg, llm=replace(cluster_cfg.llm, bundle={"CPU": 1.0}))
 
 
 @pytest.fixture(scope="module")
