@@ -63,6 +63,12 @@ def test_a_key_on_one_side_only_is_drift() -> None:
     assert config_drift({"x": {}}, {"x": {"a": 1}}) == ["x", "x.a"]
 
 
+def test_an_older_runs_flat_cluster_section_resumes() -> None:
+    # The cluster's settings were flat keys before its groups; the cluster is resumable, so nothing moves them.
+    older = {**PREVIOUS, "cluster": {"name": "local", "num_workers": 1, "http_port": 8000, "llm_replicas": 1}}
+    assert config_drift(older, PREVIOUS, RESUMABLE_KEYS) == []
+
+
 def test_ignore_takes_exact_keys_subtrees_and_globs() -> None:
     current = _changed(
         limit=None,
