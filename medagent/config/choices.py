@@ -86,7 +86,7 @@ class LogLevel(Choice):
 
 
 class AuthMode(Choice):
-    """Ray's ``RAY_AUTH_MODE`` for the drivers a pipeline starts (``ClusterConfig.auth_mode``)."""
+    """Ray's ``RAY_AUTH_MODE`` for the drivers a pipeline starts (``RayInitConfig.auth_mode``)."""
 
     token = "token"
 
