@@ -39,7 +39,7 @@ def test_scripted_engine_behind_real_serve_and_a_ray_data_pool(
     )
     try:
         endpoint = llm_endpoint(SCRIPTED, cluster_cfg)
-        cluster = replace(cluster_cfg, batch_size=2)
+        cluster = replace(cluster_cfg, workers=replace(cluster_cfg.workers, batch_size=2))
         for agent in (
             AgentConfig(),
             AgentConfig(

@@ -283,7 +283,12 @@ def test_llm_replica_killed_mid_run_ends_with_exactly_n_predictions(
     n = 6
     # One question at a time, each written as it ends, so the kill lands with questions still to ask.
     cfg = _run_cfg(
-        replace(cluster, batch_size=1), qa_index, data_root, tmp_path, mode="standalone", max_concurrency=1
+        replace(cluster, workers=replace(cluster.workers, batch_size=1)),
+        qa_index,
+        data_root,
+        tmp_path,
+        mode="standalone",
+        max_concurrency=1,
     )
     cfg = replace(cfg, limit=n, max_error_rate=1.0, llm=replace(VLLM, max_retries=1))
     rd = RunDir(tmp_path)

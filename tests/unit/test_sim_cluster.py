@@ -98,8 +98,8 @@ def test_loopback_and_token(sim: ClusterConfig) -> None:
     assert (
         sim.ray.loopback_only
         and sim.serve.http_host == "127.0.0.1"
-        and sim.ray.address.startswith("127.0.0.1:")
-    )  # type: ignore[union-attr]
+        and sim.ray.address.startswith("127.0.0.1:")  # type: ignore[union-attr]
+    )
     assert sim.ray.auth_mode == "token"
     assert sim.serve.proxy_location == "HeadOnly"  # one port space: one proxy
 
