@@ -69,8 +69,8 @@ def _handle(llm: LLMConfig, cluster: ClusterConfig) -> LLMEndpoint:
 
 def _served_http(llm: LLMConfig, cluster: ClusterConfig) -> LLMEndpoint:
     # ray.serve.llm's handle API streams typed vLLM objects; its OpenAI route is the stable contract.
-    host = _reachable_host(cluster.http_host)
-    return HttpEndpoint(base_url=f"http://{host}:{cluster.http_port}{LLM_ROUTE}/v1")
+    host = _reachable_host(cluster.serve.http_host)
+    return HttpEndpoint(base_url=f"http://{host}:{cluster.serve.http_port}{LLM_ROUTE}/v1")
 
 
 def _external(llm: LLMConfig, cluster: ClusterConfig) -> LLMEndpoint:

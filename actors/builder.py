@@ -43,18 +43,18 @@ def retrieval_app_name(app: str = APP) -> str:
 def ray_env(cluster: ClusterConfig) -> None:
     """Environment that Ray reads when it is imported: call before the first ``import ray`` of a driver
     (``ray_init_kwargs`` does; ``pipelines.common.ray_session`` refuses a Ray imported without it)."""
-    if cluster.loopback_only:
+    if cluster.ray.loopback_only:
         # Must be set before ray is imported by the driver, and is inherited by the workers. A driver that
         # joins a cluster on loopback (cluster=sim_multi_node) needs it too, or it looks for its raylet at
         # the machine's network address.
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    if cluster.auth_mode:
+    if cluster.ray.auth_mode:
         # Read when ray is imported and by ray.init; a driver joining a token cluster without it is refused.
-        os.environ.setdefault("RAY_AUTH_MODE", cluster.auth_mode)
-    if cluster.worker_niceness is not None and cluster.address is None:
+        os.environ.setdefault("RAY_AUTH_MODE", cluster.ray.auth_mode)
+    if cluster.ray.worker_niceness is not None and cluster.ray.address is None:
         # Read by the raylet this ray.init starts; an explicit RAY_worker_niceness in the environment wins.
-        os.environ.setdefault("RAY_worker_niceness", str(cluster.worker_niceness))  # noqa: SIM112
-    if cluster.serve_direct_ingress and cluster.address is None:
+        os.environ.setdefault("RAY_worker_niceness", str(cluster.ray.worker_niceness))  # noqa: SIM112
+    if cluster.serve.direct_ingress and cluster.ray.address is None:
         # Read when Serve's controller and replicas import it; the raylet this driver starts, and so every
         # worker, inherits the driver's environment.
         os.environ.setdefault("RAY_SERVE_ENABLE_DIRECT_INGRESS", "1")
@@ -64,32 +64,36 @@ def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     """Arguments for ``ray.init``. A local cluster listens on loopback only (see ../shared/STACK.md)."""
     ray_env(cluster)
     kwargs: dict[str, Any] = {
-        "include_dashboard": cluster.include_dashboard,
+        "include_dashboard": cluster.ray.include_dashboard,
         "ignore_reinit_error": True,
         "log_to_driver": True,
     }
-    if cluster.address:
-        kwargs["address"] = cluster.address
+    if cluster.ray.address:
+        kwargs["address"] = cluster.ray.address
     else:
         # A new cluster of this process's own. Without "local", ray.init joins whatever cluster
         # /tmp/ray/ray_current_cluster names (any `ray start` on the machine) and then refuses num_cpus.
         kwargs["address"] = "local"
-        if cluster.num_cpus:
-            kwargs["num_cpus"] = cluster.num_cpus
-    if cluster.metrics_export_port and not cluster.address:
+        if cluster.ray.num_cpus:
+            kwargs["num_cpus"] = cluster.ray.num_cpus
+    if cluster.ray.metrics_export_port and not cluster.ray.address:
         # Only a new local cluster takes it; nodes of a running cluster got theirs from `ray start`.
-        kwargs["_metrics_export_port"] = cluster.metrics_export_port
-    if cluster.runtime_env:
-        kwargs["runtime_env"] = cluster.runtime_env
+        kwargs["_metrics_export_port"] = cluster.ray.metrics_export_port
+    if cluster.ray.runtime_env:
+        kwargs["runtime_env"] = cluster.ray.runtime_env
     return kwargs
 
 
 def serve_http_options(cluster: ClusterConfig) -> dict[str, Any]:
-    return {"host": cluster.http_host, "port": cluster.http_port, "location": cluster.serve_proxy_location}
+    return {
+        "host": cluster.serve.http_host,
+        "port": cluster.serve.http_port,
+        "location": cluster.serve.proxy_location,
+    }
 
 
 def direct_ingress_urls(app_names: list[str]) -> dict[str, str]:
-    """Base URL of each application's ingress replica under direct ingress (``cluster.serve_direct_ingress``),
+    """Base URL of each application's ingress replica under direct ingress (``cluster.serve.direct_ingress``),
     by application name; empty without it (the replica ports come from a private Serve call:
     ``actors.private_apis.serve_target_groups``)."""
     from actors.private_apis import direct_ingress_enabled, serve_target_groups
@@ -111,19 +115,19 @@ def direct_targets(groups: list[Any]) -> dict[str, str]:
 
 def serve_start_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     """``serve.start`` arguments: HTTP on the configured host/port; controller and proxy logs at
-    ``cluster.serve_log_level`` (their INFO lines would otherwise interleave with the progress bar)."""
+    ``cluster.serve.log_level`` (their INFO lines would otherwise interleave with the progress bar)."""
     return {
         "http_options": serve_http_options(cluster),
-        "logging_config": {"log_level": cluster.serve_log_level},
+        "logging_config": {"log_level": cluster.serve.log_level},
     }
 
 
 def llm_deployment_options(cluster: ClusterConfig) -> dict[str, Any]:
     return {
         "name": LLM_DEPLOYMENT,
-        "num_replicas": cluster.llm_replicas,
-        "max_ongoing_requests": cluster.llm_max_ongoing_requests,
-        "ray_actor_options": {"num_cpus": cluster.llm_num_cpus, "num_gpus": cluster.llm_num_gpus},
+        "num_replicas": cluster.llm.replicas,
+        "max_ongoing_requests": cluster.llm.max_ongoing_requests,
+        "ray_actor_options": {"num_cpus": cluster.llm.num_cpus, "num_gpus": cluster.llm.num_gpus},
         # A replica that dies is replaced by Serve; health checks catch a wedged engine.
         "health_check_period_s": 10,
         "health_check_timeout_s": 60,
@@ -151,7 +155,7 @@ def llm_worker_pool(cluster: ClusterConfig, concurrency: int) -> Any:
     import ray.data
 
     return ray.data.ActorPoolStrategy(
-        size=cluster.num_workers, max_concurrent_calls_per_actor=max(1, concurrency)
+        size=cluster.workers.count, max_concurrent_calls_per_actor=max(1, concurrency)
     )
 
 
@@ -163,15 +167,15 @@ def agent_worker_map_kwargs(cluster: ClusterConfig, concurrency: int = 1) -> dic
     """
     return {
         "compute": llm_worker_pool(cluster, concurrency),
-        "num_cpus": cluster.worker_num_cpus,
-        "num_gpus": cluster.worker_num_gpus,
-        "batch_size": cluster.batch_size,
+        "num_cpus": cluster.workers.num_cpus,
+        "num_gpus": cluster.workers.num_gpus,
+        "batch_size": cluster.workers.batch_size,
     }
 
 
 def prepare_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     """``map_batches`` options of the stateless read/normalize/chunk tasks of ``index_corpus``."""
-    return {"num_cpus": cluster.prepare_num_cpus, "batch_size": 1024}
+    return {"num_cpus": cluster.indexing.prepare_num_cpus, "batch_size": 1024}
 
 
 def embed_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
@@ -185,27 +189,29 @@ def embed_worker_map_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     import ray.data
 
     return {
-        "compute": ray.data.ActorPoolStrategy(size=cluster.embed_workers),
-        "num_cpus": cluster.embed_num_cpus,
-        "num_gpus": cluster.embed_num_gpus,
+        "compute": ray.data.ActorPoolStrategy(size=cluster.indexing.embed_workers),
+        "num_cpus": cluster.indexing.embed_num_cpus,
+        "num_gpus": cluster.indexing.embed_num_gpus,
         "batch_size": 1,
     }
 
 
 def embed_worker_constructor_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
     """Torch threads per embedding actor: ``embed_threads``, else this node's cores shared by the pool."""
-    threads = cluster.embed_threads or max(1, (os.cpu_count() or 1) // max(1, cluster.embed_workers))
-    return {"threads": threads if cluster.embed_num_gpus == 0 else None}
+    threads = cluster.indexing.embed_threads or max(
+        1, (os.cpu_count() or 1) // max(1, cluster.indexing.embed_workers)
+    )
+    return {"threads": threads if cluster.indexing.embed_num_gpus == 0 else None}
 
 
 def retriever_threads(cluster: ClusterConfig) -> int | None:
-    """Torch threads per CPU retriever replica: ``cluster.retriever_threads``; None leaves Ray's default
+    """Torch threads per CPU retriever replica: ``cluster.retrieval.retriever_threads``; None leaves Ray's default
     (one per whole CPU the replica holds) and is always None on GPU."""
-    if cluster.retriever_num_gpus:
+    if cluster.retrieval.retriever_num_gpus:
         return None
     # Not the node's cores by default: measured on 2 cores, two encoder threads in the replica contend with
     # the proxy and the ingress and doubled the latency Serve adds (benchmarks/bench_retrieval.py).
-    return cluster.retriever_threads
+    return cluster.retrieval.retriever_threads
 
 
 def annotate_worker_map_kwargs(cluster: ClusterConfig, concurrency: int = 1) -> dict[str, Any]:
@@ -216,9 +222,9 @@ def annotate_worker_map_kwargs(cluster: ClusterConfig, concurrency: int = 1) -> 
     """
     return {
         "compute": llm_worker_pool(cluster, concurrency),
-        "num_cpus": cluster.worker_num_cpus,
-        "num_gpus": cluster.worker_num_gpus,
-        "batch_size": cluster.batch_size,
+        "num_cpus": cluster.workers.num_cpus,
+        "num_gpus": cluster.workers.num_gpus,
+        "batch_size": cluster.workers.batch_size,
     }
 
 
@@ -232,8 +238,8 @@ def interview_worker_map_kwargs(cluster: ClusterConfig, concurrency: int) -> dic
     """
     return {
         "compute": llm_worker_pool(cluster, concurrency),
-        "num_cpus": cluster.worker_num_cpus,
-        "num_gpus": cluster.worker_num_gpus,
+        "num_cpus": cluster.workers.num_cpus,
+        "num_gpus": cluster.workers.num_gpus,
         "batch_size": 1,
     }
 
@@ -241,16 +247,16 @@ def interview_worker_map_kwargs(cluster: ClusterConfig, concurrency: int) -> dic
 def _retrieval_pin(cluster: ClusterConfig) -> dict[str, Any]:
     """``resources`` that keep retriever and reranker replicas on the retrieval worker group (embedding
     actors stay unpinned: indexing runs while the LLM nodes are idle and uses their GPUs too)."""
-    return {"resources": dict(cluster.retrieval_resources)} if cluster.retrieval_resources else {}
+    return {"resources": dict(cluster.retrieval.resources)} if cluster.retrieval.resources else {}
 
 
 def _replicas(cluster: ClusterConfig, name: str, fixed: int) -> dict[str, Any]:
-    """Fixed ``num_replicas``, or Serve autoscaling when ``cluster.autoscaling`` names the deployment."""
-    auto = cluster.autoscaling.get(name)
+    """Fixed ``num_replicas``, or Serve autoscaling when ``cluster.serve.autoscaling`` names the deployment."""
+    auto = cluster.serve.autoscaling.get(name)
     return {"autoscaling_config": dict(auto)} if auto else {"num_replicas": fixed}
 
 
-# Serve reads these when a replica process starts; see ClusterConfig.serve_same_loop.
+# Serve reads these when a replica process starts; see ClusterServeConfig.same_loop.
 SAME_LOOP_ENV = {
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
     "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
@@ -259,8 +265,8 @@ SAME_LOOP_ENV = {
 
 def _same_loop(cluster: ClusterConfig) -> dict[str, Any]:
     """``ray_actor_options`` entries that put a replica's request path on its own event loop. Ray merges a
-    replica's ``env_vars`` into the job's runtime_env (``cluster.runtime_env``) rather than replacing it."""
-    return {"runtime_env": {"env_vars": dict(SAME_LOOP_ENV)}} if cluster.serve_same_loop else {}
+    replica's ``env_vars`` into the job's runtime_env (``cluster.ray.runtime_env``) rather than replacing it."""
+    return {"runtime_env": {"env_vars": dict(SAME_LOOP_ENV)}} if cluster.serve.same_loop else {}
 
 
 def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, Any]]:
@@ -277,20 +283,20 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
         "Ingress": {
             "name": "Ingress",
             **_replicas(cluster, "Ingress", 1),
-            "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus, **_same_loop(cluster)},
+            "ray_actor_options": {"num_cpus": cluster.serve.ingress_num_cpus, **_same_loop(cluster)},
             "max_ongoing_requests": 256,
-            # Access lines follow cluster.serve_log_level (WARNING: none). On a small node one log
+            # Access lines follow cluster.serve.log_level (WARNING: none). On a small node one log
             # line per request (written, tailed, shipped to the driver) was a measurable share of the
             # retrieve route's added latency; Serve's request metrics still count every request.
-            "logging_config": {"log_level": cluster.serve_log_level},
+            "logging_config": {"log_level": cluster.serve.log_level},
         },
         RETRIEVER_DEPLOYMENT: {
             "name": RETRIEVER_DEPLOYMENT,
-            **_replicas(cluster, RETRIEVER_DEPLOYMENT, cluster.retriever_replicas),
+            **_replicas(cluster, RETRIEVER_DEPLOYMENT, cluster.retrieval.retriever_replicas),
             **quiet,
             "ray_actor_options": {
-                "num_cpus": cluster.retriever_num_cpus,
-                "num_gpus": cluster.retriever_num_gpus,
+                "num_cpus": cluster.retrieval.retriever_num_cpus,
+                "num_gpus": cluster.retrieval.retriever_num_gpus,
                 **_retrieval_pin(cluster),
                 **_same_loop(cluster),
             },
@@ -298,11 +304,11 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
         },
         "Reranker": {
             "name": "Reranker",
-            **_replicas(cluster, "Reranker", cluster.reranker_replicas),
+            **_replicas(cluster, "Reranker", cluster.retrieval.reranker_replicas),
             **quiet,
             "ray_actor_options": {
-                "num_cpus": cluster.reranker_num_cpus,
-                "num_gpus": cluster.reranker_num_gpus,
+                "num_cpus": cluster.retrieval.reranker_num_cpus,
+                "num_gpus": cluster.retrieval.reranker_num_gpus,
                 **_retrieval_pin(cluster),
                 **_same_loop(cluster),
             },
@@ -314,11 +320,11 @@ def serving_deployment_options(cluster: ClusterConfig) -> dict[str, dict[str, An
             "num_replicas": 1,
             **quiet,
             # Holds the sentence encoder of the redundancy check; waits on the LLM otherwise.
-            "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus},
+            "ray_actor_options": {"num_cpus": cluster.serve.ingress_num_cpus},
             "max_ongoing_requests": 64,
         },
         LLM_DEPLOYMENT: {
             **llm_deployment_options(cluster),
-            **_replicas(cluster, LLM_DEPLOYMENT, cluster.llm_replicas),
+            **_replicas(cluster, LLM_DEPLOYMENT, cluster.llm.replicas),
         },
     }

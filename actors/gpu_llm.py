@@ -62,13 +62,13 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
         engine_kwargs.setdefault("tool_call_parser", llm.tool_call_parser)
     extra: dict[str, Any] = {
         "placement_group_config": {
-            # One bundle per TP x PP worker; llm_resources pins them to the LLM node group.
-            "bundle_per_worker": {**(cluster.llm_bundle or {"GPU": 1.0}), **cluster.llm_resources},
-            "strategy": cluster.llm_placement_strategy,
+            # One bundle per TP x PP worker; cluster.llm.resources pins them to the LLM node group.
+            "bundle_per_worker": {**(cluster.llm.bundle or {"GPU": 1.0}), **cluster.llm.resources},
+            "strategy": cluster.llm.placement_strategy,
         }
     }
-    if cluster.llm_accelerator_type:
-        extra["accelerator_type"] = cluster.llm_accelerator_type
+    if cluster.llm.accelerator_type:
+        extra["accelerator_type"] = cluster.llm.accelerator_type
     return dict(
         **extra,
         model_loading_config={
@@ -78,10 +78,10 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
         engine_kwargs=engine_kwargs,
         deployment_config={
             "autoscaling_config": {
-                "min_replicas": cluster.llm_replicas,
-                "max_replicas": cluster.llm_replicas,
+                "min_replicas": cluster.llm.replicas,
+                "max_replicas": cluster.llm.replicas,
             },
-            "max_ongoing_requests": cluster.llm_max_ongoing_requests,
+            "max_ongoing_requests": cluster.llm.max_ongoing_requests,
             # As the CPU LLM (actors.builder.llm_deployment_options): one access-log line per call drowns
             # the driver's output; Serve's metrics still count every request.
             "logging_config": {"enable_access_log": False},
@@ -95,7 +95,7 @@ def vllm_app_args(llm: LLMConfig, cluster: ClusterConfig, source: str | None = N
     return {
         "llm_configs": [vllm_llm_kwargs(llm, cluster, source)],
         "ingress_deployment_config": {
-            "ray_actor_options": {"num_cpus": cluster.ingress_num_cpus},
+            "ray_actor_options": {"num_cpus": cluster.serve.ingress_num_cpus},
             "logging_config": {"enable_access_log": False},
         },
     }

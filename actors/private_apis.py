@@ -24,7 +24,7 @@ def ray_joins_loopback_cluster_unsafely() -> bool:
 
 
 def direct_ingress_enabled() -> bool:
-    """Whether Serve runs with direct ingress (``cluster.serve_direct_ingress``). The controller read the
+    """Whether Serve runs with direct ingress (``cluster.serve.direct_ingress``). The controller read the
     variable when it started, possibly before this process set it: Serve's constant says what it read, and
     no public API reports it."""
     from ray.serve._private import constants

@@ -114,7 +114,7 @@ def throughput(cfg: IndexJobConfig, n: int, shard_size: int) -> None:
     # The best plain run is the baseline: contention from other work only ever slows a run down.
     base = max(plain)
     print(f"\n(a) embedding throughput, {cfg.embedder.name}, {len(texts)} chunks (mean {words:.0f} words), "
-          f"shards of {shard_size}, {cfg.cluster.embed_workers} actor(s)")  # fmt: skip
+          f"shards of {shard_size}, {cfg.cluster.indexing.embed_workers} actor(s)")  # fmt: skip
     print(
         f"  plain SentenceTransformer.encode : {plain[0]:7.1f} / {plain[1]:7.1f} chunks/s (before / after; best used)"
     )

@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from medagent.config import ClusterConfig  # noqa: E402
+from medagent.config import ClusterConfig, RayInitConfig  # noqa: E402
 from medagent.network.nestedness import nodf  # noqa: E402
 from medagent.network.nulls import NullBatch, nodf_null, null_nodf_batch, plan_batches, summarise_null  # noqa: E402
 from pipelines.common import ray_session  # noqa: E402
@@ -80,7 +80,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     runs: dict[str, list[tuple[float, float]]] = {"serial": [], "ray": []}
-    with ray_session(ClusterConfig(num_cpus=args.cpus, include_dashboard=False)):
+    with ray_session(ClusterConfig(ray=RayInitConfig(num_cpus=args.cpus, include_dashboard=False))):
         from actors.network_tasks import ray_map
 
         t_start = time.perf_counter() - t0

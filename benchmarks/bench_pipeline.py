@@ -77,7 +77,9 @@ def main() -> None:
     )
     parser.add_argument("--benchmark", default="medqa")
     parser.add_argument("--n", type=int, default=16, help="questions per measurement")
-    parser.add_argument("overrides", nargs="*", help="extra hydra overrides, e.g. cluster.batch_size=8")
+    parser.add_argument(
+        "overrides", nargs="*", help="extra hydra overrides, e.g. cluster.workers.batch_size=8"
+    )
     args = parser.parse_args()
     cfg = _config(args)
     loaded = [q for q, _ in load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=args.n + 1).pairs]
@@ -121,7 +123,7 @@ def main() -> None:
     base = rows[0][1]
     print(
         f"\nmodel {cfg.llm.name}, {len(questions)} {cfg.benchmark.name} questions, "
-        f"batch_size={cfg.cluster.batch_size}, workers={cfg.cluster.num_workers}, "
+        f"batch_size={cfg.cluster.workers.batch_size}, workers={cfg.cluster.workers.count}, "
         f"max_concurrency={cfg.agent.max_concurrency}"
     )
     print(f"in-process model load {load_s:.1f}s; Ray + Serve start-up (Ray init excluded) {startup_s:.1f}s\n")

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from medagent.config import ClusterConfig, RetrieverConfig  # noqa: E402
+from medagent.config import ClusterConfig, ClusterServeConfig, RayInitConfig, RetrieverConfig  # noqa: E402
 from medagent.retrieval.search import MODES, Searcher  # noqa: E402
 from pipelines.common import ray_session  # noqa: E402
 
@@ -124,7 +124,7 @@ def main() -> None:
         "--retriever-threads",
         type=int,
         default=None,
-        help="torch threads of the replica (cluster.retriever_threads; default: the config's)",
+        help="torch threads of the replica (cluster.retrieval.retriever_threads; default: the config's)",
     )
     parser.add_argument(
         "--worker-niceness",
@@ -137,7 +137,7 @@ def main() -> None:
         type=int,
         choices=(0, 1),
         default=None,
-        help="cluster.serve_same_loop: the replicas' request path on their own event loop (default: the config's)",
+        help="cluster.serve.same_loop: the replicas' request path on their own event loop (default: the config's)",
     )
     parser.add_argument(
         "--mode",
@@ -176,12 +176,12 @@ def main() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    cluster = ClusterConfig(num_cpus=4, http_port=port)
+    cluster = ClusterConfig(ray=RayInitConfig(num_cpus=4), serve=ClusterServeConfig(http_port=port))
     if args.retriever_threads is not None:
-        cluster.retriever_threads = args.retriever_threads
+        cluster.retrieval.retriever_threads = args.retriever_threads
     if args.serve_same_loop is not None:
-        cluster.serve_same_loop = bool(args.serve_same_loop)
-    cluster.serve_direct_ingress = args.direct_ingress
+        cluster.serve.same_loop = bool(args.serve_same_loop)
+    cluster.serve.direct_ingress = args.direct_ingress
     with ray_session(cluster):
         from ray import serve
 
@@ -194,7 +194,7 @@ def main() -> None:
         )
         from pipelines.common import run_apps
 
-        # Started as the product starts it (pipelines.serve): proxy logs at cluster.serve_log_level; the
+        # Started as the product starts it (pipelines.serve): proxy logs at cluster.serve.log_level; the
         # Retriever is its own application's ingress at /v1/retrieve, beside the main application.
         serve.start(**serve_start_kwargs(cluster))
         run_apps(
@@ -243,7 +243,7 @@ def main() -> None:
         f"\nindex {index_dir}, mode {args.mode}, top_k={TOP_K} per source, {len(queries)} requests per level"
     )
     print(f"in-process: torch threads {node_threads}, nice {os.nice(0)}; replica: {replica}, "
-          f"serve_same_loop={cluster.serve_same_loop}\n")  # fmt: skip
+          f"serve_same_loop={cluster.serve.same_loop}\n")  # fmt: skip
     heads = [f"in-proc {t} thr" for t in thread_counts]
     print(f"{'repeat':>6} " + " ".join(f"{h:>14}" for h in heads)
           + f" {'Serve @1':>9} {'in replica':>10} {'hops':>6} " + " ".join(f"{'added vs ' + str(t):>11}" for t in thread_counts))  # fmt: skip

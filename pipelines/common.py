@@ -113,7 +113,7 @@ def ray_session(cluster: ClusterConfig) -> Iterator[Any]:
 
     from actors.private_apis import ray_joins_loopback_cluster_unsafely
 
-    if cluster.loopback_only and cluster.address and ray_joins_loopback_cluster_unsafely():
+    if cluster.ray.loopback_only and cluster.ray.address and ray_joins_loopback_cluster_unsafely():
         # Ray was imported before actors.builder.ray_env ran: joining a cluster that listens on loopback, it
         # would dial the machine's network address and wait forever. (A new local cluster merely listens
         # on that address.)
@@ -138,13 +138,13 @@ def ray_session(cluster: ClusterConfig) -> Iterator[Any]:
 
 
 def _end_serve(cluster: ClusterConfig) -> None:
-    """Shuts Serve down at the end of a pipeline's Ray session; with ``keep_llm_app`` on a joined cluster,
+    """Shuts Serve down at the end of a pipeline's Ray session; with ``cluster.llm.keep_app`` on a joined cluster,
     deletes every application but the LLM's, which the next pipeline reuses (``run_llm_app``)."""
     from ray import serve
 
     from actors.builder import LLM_APP
 
-    if not (cluster.keep_llm_app and cluster.address):
+    if not (cluster.llm.keep_app and cluster.ray.address):
         serve.shutdown()
         return
     for name in list(serve.status().applications):
@@ -229,7 +229,7 @@ def run_llm_app(llm: LLMConfig, cluster: ClusterConfig) -> bool:
     kv_put(_LLM_APP_KEY, fingerprint)
     log.info(
         "LLM %s served in %.1fs at http://%s:%d%s",
-        llm.name, time.perf_counter() - start, cluster.http_host, cluster.http_port, LLM_ROUTE,
+        llm.name, time.perf_counter() - start, cluster.serve.http_host, cluster.serve.http_port, LLM_ROUTE,
     )  # fmt: skip
     return True
 
@@ -257,8 +257,8 @@ def deploy(needs: Needs) -> Endpoints:
         log.info(
             "serving apps up in %.1fs at http://%s:%d (LLM %s, retriever %s, reranker %s, index %s)",
             time.perf_counter() - start,
-            needs.cluster.http_host,
-            needs.cluster.http_port,
+            needs.cluster.serve.http_host,
+            needs.cluster.serve.http_port,
             needs.llm.name,
             needs.retriever.name if needs.retriever else None,
             needs.reranker.name if needs.reranker else None,

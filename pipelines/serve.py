@@ -35,14 +35,14 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
     needs = needs_for_serve(cfg)
     t0 = time.perf_counter()
     deploy(needs)
-    base = f"http://{cfg.cluster.http_host}:{cfg.cluster.http_port}"
+    base = f"http://{cfg.cluster.serve.http_host}:{cfg.cluster.serve.http_port}"
     log.info("application %r up in %.1fs", cfg.app_name, time.perf_counter() - t0)
     routes = [f"{base}{r}" for r in ROUTES]
     if cfg.interview_sessions.enabled:
         routes += [f"{r.split()[0]} {base}{r.split()[1]}" for r in INTERVIEW_ROUTES]
     if needs.llm_app:
         routes.append(f"{base}{LLM_ROUTE}/v1/chat/completions  (application {LLM_APP!r})")
-    # cluster.serve_direct_ingress: each application's replica also answers its routes on its own port.
+    # cluster.serve.direct_ingress: each application's replica also answers its routes on its own port.
     direct = direct_ingress_urls(list(serve.status().applications))
     routes += [
         f"{url}  (direct ingress to application {app!r}: its routes, no proxy)" for app, url in direct.items()

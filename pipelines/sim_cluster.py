@@ -92,9 +92,9 @@ def _node_ports(node: SimNodeConfig) -> dict[str, int]:
 
 def cluster_ports(cluster: ClusterConfig) -> dict[str, int]:
     """Every fixed port the simulated cluster binds on 127.0.0.1, by what binds it."""
-    ports = {"GCS": int(str(cluster.address).rsplit(":", 1)[1]), "Serve HTTP": cluster.http_port}
-    if cluster.dashboard_port:
-        ports["dashboard"] = cluster.dashboard_port
+    ports = {"GCS": int(str(cluster.ray.address).rsplit(":", 1)[1]), "Serve HTTP": cluster.serve.http_port}
+    if cluster.ray.dashboard_port:
+        ports["dashboard"] = cluster.ray.dashboard_port
     for node in cluster.sim_nodes:
         ports.update(_node_ports(node))
     return ports
@@ -132,7 +132,7 @@ def check_ports_free(ports: dict[str, int], wait_s: float = 0.0) -> None:
         raise RuntimeError(
             f"port(s) in use on 127.0.0.1: {listed}. Another Ray or simulated cluster may hold them (`ray "
             "status`); stop it, or choose other ports in conf/cluster/sim_multi_node.yaml or on the command "
-            "line (cluster.dashboard_port=..., cluster.sim_nodes.<i>.dashboard_agent_port=...)."
+            "line (cluster.ray.dashboard_port=..., cluster.sim_nodes.<i>.dashboard_agent_port=...)."
         )
 
 
@@ -142,9 +142,9 @@ class SimCluster:
     def __init__(self, cluster: ClusterConfig, state_file: Path, temp_dir: str | None = None) -> None:
         if not cluster.sim_nodes:
             raise ValueError(f"cluster={cluster.name} has no sim_nodes; use cluster=sim_multi_node")
-        if not cluster.address or ":" not in cluster.address:
+        if not cluster.ray.address or ":" not in cluster.ray.address:
             raise ValueError(
-                f"cluster.address must be 127.0.0.1:<port> for the head, got {cluster.address!r}"
+                f"cluster.ray.address must be 127.0.0.1:<port> for the head, got {cluster.ray.address!r}"
             )
         self.cfg = cluster
         self.state_file = state_file
@@ -159,7 +159,7 @@ class SimCluster:
     def start(self) -> None:
         # Both are read when ray is imported: loopback addresses, and the token for every node.
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-        _ensure_token(self.cfg.auth_mode)
+        _ensure_token(self.cfg.ray.auth_mode)
         # Jobs run `python -m pipelines...` (pipelines.submit): on these nodes that is this environment's
         # Python, as the image's is on a real cluster.
         bin_dir = str(Path(sys.executable).parent)
@@ -170,12 +170,12 @@ class SimCluster:
         head, *workers = self.cfg.sim_nodes
         head_args = _node_args(head, self.temp_dir)
         head_args.update(
-            gcs_server_port=int(self.cfg.address.rsplit(":", 1)[1]),  # type: ignore[union-attr]
+            gcs_server_port=int(self.cfg.ray.address.rsplit(":", 1)[1]),  # type: ignore[union-attr]
             include_dashboard=True,
             dashboard_host="127.0.0.1",
         )
-        if self.cfg.dashboard_port:
-            head_args["dashboard_port"] = self.cfg.dashboard_port
+        if self.cfg.ray.dashboard_port:
+            head_args["dashboard_port"] = self.cfg.ray.dashboard_port
         check_ports_free(cluster_ports(self.cfg))
         start = time.perf_counter()
         # The head records itself in /tmp/ray/ray_current_cluster, which every address-less ray.init on the
@@ -229,7 +229,7 @@ class SimCluster:
         return next(n for n in self.cfg.sim_nodes if n.name == name)
 
     def dashboard_url(self) -> str:
-        return f"http://127.0.0.1:{self.cfg.dashboard_port}" if self.cfg.dashboard_port else ""
+        return f"http://127.0.0.1:{self.cfg.ray.dashboard_port}" if self.cfg.ray.dashboard_port else ""
 
     def state(self) -> dict[str, Any]:
         nodes = {}
@@ -245,9 +245,9 @@ class SimCluster:
                 "spec": asdict(spec),
             }
         return {
-            "address": self.cfg.address,
+            "address": self.cfg.ray.address,
             "dashboard": self.dashboard_url(),
-            "serve_http": f"http://{self.cfg.http_host}:{self.cfg.http_port}",
+            "serve_http": f"http://{self.cfg.serve.http_host}:{self.cfg.serve.http_port}",
             "pid": os.getpid(),
             "nodes": nodes,
         }
@@ -268,7 +268,7 @@ class SimCluster:
                 f"{spec.metrics_export_port or '-'!s:>7}  {node.node_id[:12] if node else 'lost'}"
             )
         lines += [
-            f"  address {self.cfg.address}   dashboard {self.dashboard_url()}   state {self.state_file}",
+            f"  address {self.cfg.ray.address}   dashboard {self.dashboard_url()}   state {self.state_file}",
             f"  join: python -m pipelines.<pipeline> cluster={self.cfg.name} ...",
             f"  submit: python -m pipelines.submit <pipeline> cluster={self.cfg.name} ... "
             f"--address {self.dashboard_url()}",

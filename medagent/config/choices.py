@@ -59,7 +59,7 @@ class ToolChoice(Choice):
 
 
 class PlacementStrategy(Choice):
-    """Ray placement-group strategies of a vLLM replica's bundles (``ClusterConfig.llm_placement_strategy``)."""
+    """Ray placement-group strategies of a vLLM replica's bundles (``ClusterLLMConfig.placement_strategy``)."""
 
     PACK = "PACK"
     SPREAD = "SPREAD"
@@ -68,7 +68,7 @@ class PlacementStrategy(Choice):
 
 
 class ProxyLocation(Choice):
-    """Where Serve runs HTTP proxies (``ClusterConfig.serve_proxy_location``)."""
+    """Where Serve runs HTTP proxies (``ClusterServeConfig.proxy_location``)."""
 
     EveryNode = "EveryNode"
     HeadOnly = "HeadOnly"
@@ -76,7 +76,7 @@ class ProxyLocation(Choice):
 
 
 class LogLevel(Choice):
-    """Python log levels by name (``ClusterConfig.serve_log_level``)."""
+    """Python log levels by name (``ClusterServeConfig.log_level``)."""
 
     DEBUG = "DEBUG"
     INFO = "INFO"
@@ -86,7 +86,7 @@ class LogLevel(Choice):
 
 
 class AuthMode(Choice):
-    """Ray's ``RAY_AUTH_MODE`` for the drivers a pipeline starts (``ClusterConfig.auth_mode``)."""
+    """Ray's ``RAY_AUTH_MODE`` for the drivers a pipeline starts (``RayInitConfig.auth_mode``)."""
 
     token = "token"
 

@@ -36,7 +36,7 @@ def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def is_ignored(key: str, ignore: Collection[str]) -> bool:
-    """``key`` equals a pattern, lies under one (``cluster`` covers ``cluster.num_workers``) or matches a
+    """``key`` equals a pattern, lies under one (``cluster`` covers ``cluster.workers.count``) or matches a
     glob (``*.local_path``)."""
     return any(key == p or key.startswith(p + ".") or fnmatchcase(key, p) for p in ignore)
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from medagent.config import ClusterConfig
+from tests.configs import cluster_config
 
 
 def _free_port() -> int:
@@ -21,7 +22,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def cluster_cfg() -> ClusterConfig:
     # metrics_export_port: tests/integration/test_metrics.py scrapes the Prometheus endpoint.
-    return ClusterConfig(
+    return cluster_config(
         num_cpus=4, http_port=_free_port(), batch_size=2, num_workers=1, metrics_export_port=_free_port()
     )
 
@@ -41,12 +42,12 @@ def ray_cluster(cluster_cfg: ClusterConfig) -> Iterator[Any]:
     ray.init(**kwargs)
     # ignore_reinit_error would silently keep a Ray that something else started (default CPUs): the
     # replicas sized for this cluster would then wait forever for CPUs. Fail at once instead.
-    assert not already and ray.cluster_resources().get("CPU") == cluster_cfg.num_cpus, (
+    assert not already and ray.cluster_resources().get("CPU") == cluster_cfg.ray.num_cpus, (
         f"Ray was already running ({ray.cluster_resources()}), not the test cluster; a test left it behind"
     )
     from ray import serve
 
-    serve.start(http_options={"host": cluster_cfg.http_host, "port": cluster_cfg.http_port})
+    serve.start(http_options={"host": cluster_cfg.serve.http_host, "port": cluster_cfg.serve.http_port})
     yield ray
     serve.shutdown()
     ray.shutdown()

@@ -56,7 +56,7 @@ def page_url(ray_cluster: Any, cluster_cfg: ClusterConfig) -> Iterator[str]:
     app = serve.deployment(Ingress, name="Ingress").bind(None, None, {}, sessions)
     clear_serve_apps()
     serve.run(app, name="medagent-page-test", route_prefix="/")
-    yield f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}"
+    yield f"http://{cluster_cfg.serve.http_host}:{cluster_cfg.serve.http_port}"
     serve.delete("medagent-page-test")
 
 

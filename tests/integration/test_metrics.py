@@ -110,7 +110,7 @@ def test_a_small_run_exports_every_custom_metric(
 
     from actors.builder import APP, RETRIEVER_DEPLOYMENT, retrieval_app_name
 
-    port = cluster_cfg.metrics_export_port
+    port = cluster_cfg.ray.metrics_export_port
     assert port, "conftest's cluster_cfg sets metrics_export_port"
     clear_serve_apps()
     t0 = time.monotonic()

@@ -124,7 +124,7 @@ def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(
     from dataclasses import replace
 
     marker = tmp_path / "killed"
-    cluster = replace(cluster_cfg, batch_size=2)
+    cluster = replace(cluster_cfg, workers=replace(cluster_cfg.workers, batch_size=2))
     out = run(_cfg(cluster, tmp_path / "run", data_root, limit=6, kill_worker_once_file=str(marker)))
     assert marker.exists(), "the worker never died: the test did not exercise a restart"
     rd = RunDir(tmp_path / "run")

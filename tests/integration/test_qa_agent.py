@@ -95,7 +95,7 @@ def test_open_ended_mode_produces_scored_text(
 def test_full_agent_with_the_default_cpu_model_searches_and_cites(
     qa_index: Path, cluster_cfg: ClusterConfig, data_root: Path, tmp_path: Path
 ) -> None:
-    cluster = replace(cluster_cfg, batch_size=1)
+    cluster = replace(cluster_cfg, workers=replace(cluster_cfg.workers, batch_size=1))
     # Three steps hold a search, its review and an answer; six took ~250 s of the suite here.
     out, preds = _run(cluster, qa_index, data_root, tmp_path, QWEN, mode="full", max_steps=3)
     assert out["error_rate"] == 0.0, out

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from actors.builder import interview_worker_map_kwargs
-from medagent.config import ClusterConfig
 from pipelines.common import finished_batches
+from tests.configs import cluster_config
 
 
 class _Counting:
@@ -44,7 +44,7 @@ class _Counting:
 
 @pytest.mark.parametrize("concurrency", [1, 2])
 def test_the_pool_admits_max_concurrency_interviews(ray_cluster: Any, concurrency: int) -> None:
-    cluster = ClusterConfig(num_workers=1, worker_num_cpus=0.25)
+    cluster = cluster_config(num_workers=1, worker_num_cpus=0.25)
     ds = ray_cluster.data.from_items([{"id": i} for i in range(6)]).map_batches(
         _Counting,
         fn_constructor_kwargs={"limit": concurrency},

@@ -168,7 +168,7 @@ def test_a_person_takes_the_patient_role_over_http(
     clear_serve_apps()
     run_llm_app(SMOL, cluster_cfg)  # the sessions reach the CPU LLM's own application by handle
     run_apps(apps)
-    base = f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}/v1/interview/sessions"
+    base = f"http://{cluster_cfg.serve.http_host}:{cluster_cfg.serve.http_port}/v1/interview/sessions"
     with httpx.Client(timeout=300) as client:
         started = client.post(base)
         assert started.status_code == 201, started.text

@@ -39,7 +39,7 @@ def test_scripted_engine_behind_real_serve_and_a_ray_data_pool(
     )
     try:
         endpoint = llm_endpoint(SCRIPTED, cluster_cfg)
-        cluster = replace(cluster_cfg, batch_size=2)
+        cluster = replace(cluster_cfg, workers=replace(cluster_cfg.workers, batch_size=2))
         for agent in (
             AgentConfig(),
             AgentConfig(
@@ -88,7 +88,7 @@ def test_the_ingress_reaches_the_llm_application_by_handle(
     # The main application first, as a RayService may start it: its ingress has no LLM handle yet.
     (main,) = build_serving_apps(llm, None, None, None, cluster_cfg, name="medagent-scripted")
     run_apps([main])
-    url = f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}"
+    url = f"http://{cluster_cfg.serve.http_host}:{cluster_cfg.serve.http_port}"
     chat = f"{url}/v1/chat/completions"
     hello = {"messages": [{"role": "user", "content": "Pick (B)."}], "max_tokens": 8}
     try:

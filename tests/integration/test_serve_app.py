@@ -98,7 +98,7 @@ def app(tiny_index: Path, cluster_cfg: ClusterConfig) -> str:
     # The CPU LLM is its own application, as in every pipeline (pipelines.common.deploy runs it first).
     assert run_llm_app(SMOL, cluster_cfg)
     run_apps(apps)
-    return f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}"
+    return f"http://{cluster_cfg.serve.http_host}:{cluster_cfg.serve.http_port}"
 
 
 def test_retrieve_rerank_and_tool_call_over_http(app: str) -> None:

@@ -33,7 +33,7 @@ def llm_app(ray_cluster: Any, cluster_cfg: ClusterConfig) -> Any:
 
 
 def _url(cluster_cfg: ClusterConfig, path: str) -> str:
-    return f"http://{cluster_cfg.http_host}:{cluster_cfg.http_port}{LLM_ROUTE}{path}"
+    return f"http://{cluster_cfg.serve.http_host}:{cluster_cfg.serve.http_port}{LLM_ROUTE}{path}"
 
 
 def test_openai_client_over_http(llm_app: Any, cluster_cfg: ClusterConfig) -> None:

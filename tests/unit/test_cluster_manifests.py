@@ -272,14 +272,16 @@ def test_cluster_configs_fit_the_pod_shapes() -> None:
         cfg = compose_pipeline_config("run_benchmark", [f"cluster={name}", "llm=qwen2.5-72b-instruct"])
         cluster = cfg.cluster
         assert cfg.llm.tensor_parallel_size == gpus("llm-gpu")  # one vLLM replica per llm-gpu pod
-        assert cluster.llm_replicas <= groups["llm-gpu"]["maxReplicas"]
-        assert cluster.retriever_num_gpus + cluster.reranker_num_gpus <= gpus("retrieval-gpu")
+        assert cluster.llm.replicas <= groups["llm-gpu"]["maxReplicas"]
+        assert cluster.retrieval.retriever_num_gpus + cluster.retrieval.reranker_num_gpus <= gpus(
+            "retrieval-gpu"
+        )
         total = (
             gpus("llm-gpu") * groups["llm-gpu"]["maxReplicas"]
             + gpus("retrieval-gpu") * groups["retrieval-gpu"]["maxReplicas"]
         )
-        assert cluster.embed_workers * cluster.embed_num_gpus <= total
-        assert cluster.address == "auto" and not cluster.loopback_only
+        assert cluster.indexing.embed_workers * cluster.indexing.embed_num_gpus <= total
+        assert cluster.ray.address == "auto" and not cluster.ray.loopback_only
 
 
 def test_retrieval_replicas_are_pinned_to_a_group_that_advertises_the_resource() -> None:
@@ -293,19 +295,19 @@ def test_retrieval_replicas_are_pinned_to_a_group_that_advertises_the_resource()
 
     for name in ("multi_gpu", "multi_node"):
         cluster = compose_pipeline_config("run_benchmark", [f"cluster={name}"]).cluster
-        assert cluster.retrieval_resources, name
+        assert cluster.retrieval.resources, name
         options = serving_deployment_options(cluster)
         for deployment in ("Retriever", "Reranker"):
-            assert options[deployment]["ray_actor_options"]["resources"] == cluster.retrieval_resources
+            assert options[deployment]["ray_actor_options"]["resources"] == cluster.retrieval.resources
         for file, doc in KUBERAY:
             spec = cm.cluster_spec(doc)
             groups = {g["groupName"]: g for g in (spec or {}).get("workerGroupSpecs", [])}
             if "retrieval-gpu" in groups:
                 have = advertised(groups["retrieval-gpu"])
-                assert all(have.get(k, 0) >= v for k, v in cluster.retrieval_resources.items()), file
+                assert all(have.get(k, 0) >= v for k, v in cluster.retrieval.resources.items()), file
             for group_name, group in groups.items():  # nothing else can take a retrieval replica
                 if group_name != "retrieval-gpu":
-                    assert not set(advertised(group)) & set(cluster.retrieval_resources), (file, group_name)
+                    assert not set(advertised(group)) & set(cluster.retrieval.resources), (file, group_name)
     launcher = yaml.safe_load((cm.LAUNCHER_DIR / "aws.yaml").read_text(encoding="utf-8"))
     assert launcher["available_node_types"]["retrieval_gpu"]["resources"]["retrieval_node"] >= 0.01
     assert launcher["available_node_types"]["llm_gpu"]["resources"]["llm_node"] >= 0.01
@@ -337,8 +339,8 @@ def test_serve_autoscaling_configs_are_valid() -> None:
     from pipelines.submit import compose_pipeline_config
 
     cfg = compose_pipeline_config("run_benchmark", ["cluster=multi_node"])
-    assert cfg.cluster.autoscaling
-    for options in cfg.cluster.autoscaling.values():
+    assert cfg.cluster.serve.autoscaling
+    for options in cfg.cluster.serve.autoscaling.values():
         AutoscalingConfig(**options)
 
 
@@ -375,8 +377,8 @@ def test_same_loop_env_reaches_the_request_path_replicas_only() -> None:
 
     for name in ("local", "multi_node"):
         cluster = compose_pipeline_config("run_benchmark", [f"cluster={name}"]).cluster
-        assert not cluster.serve_same_loop  # Serve's default unless asked for
-        cluster.serve_same_loop = True
+        assert not cluster.serve.same_loop  # Serve's default unless asked for
+        cluster.serve.same_loop = True
         options = serving_deployment_options(cluster)
         for deployment in ("Ingress", "Retriever", "Reranker"):
             env = options[deployment]["ray_actor_options"]["runtime_env"]["env_vars"]
@@ -385,7 +387,7 @@ def test_same_loop_env_reaches_the_request_path_replicas_only() -> None:
         for deployment, opts in options.items():
             if deployment not in ("Ingress", "Retriever", "Reranker"):
                 assert "runtime_env" not in opts.get("ray_actor_options", {}), (name, deployment)
-        cluster.serve_same_loop = False
+        cluster.serve.same_loop = False
         assert all(
             "runtime_env" not in o.get("ray_actor_options", {})
             for o in serving_deployment_options(cluster).values()

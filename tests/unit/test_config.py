@@ -25,7 +25,7 @@ def test_default_is_the_cpu_demo() -> None:
     assert isinstance(cfg, RunConfig)
     assert cfg.benchmark.name == "medqa" and cfg.agent.mode == "standalone"
     assert cfg.llm.backend == "llamacpp" and cfg.llm.model.pypi
-    assert cfg.cluster.name == "local" and cfg.cluster.http_host == "127.0.0.1"
+    assert cfg.cluster.name == "local" and cfg.cluster.serve.http_host == "127.0.0.1"
 
 
 @pytest.mark.parametrize("group", ["llm", "benchmark", "cluster", "agent"])

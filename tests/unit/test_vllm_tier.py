@@ -39,7 +39,7 @@ def test_cpu_tier_is_config_only_cpu_bundle_local_cluster() -> None:
     assert kwargs["engine_kwargs"]["tool_call_parser"] == "hermes"
     assert kwargs["engine_kwargs"]["enable_auto_tool_choice"] is True
     ingress = vllm_app_args(cfg.llm, cfg.cluster, source="/models/smol")["ingress_deployment_config"]
-    assert ingress["ray_actor_options"]["num_cpus"] == cfg.cluster.ingress_num_cpus < 1
+    assert ingress["ray_actor_options"]["num_cpus"] == cfg.cluster.serve.ingress_num_cpus < 1
 
 
 def test_gpu_clusters_keep_gpu_bundles_and_auto_tool_choice() -> None:
@@ -137,7 +137,7 @@ def test_a_running_llm_app_is_kept_across_client_side_changes_only() -> None:
     )
     # What the engine serves, or where it runs, is not.
     assert _llm_fingerprint(replace(llm, max_model_len=4096), cluster) != same
-    assert _llm_fingerprint(llm, replace(cluster, llm_bundle={"CPU": 1.0})) != same
+    assert _llm_fingerprint(llm, replace(cluster, llm=replace(cluster.llm, bundle={"CPU": 1.0}))) != same
 
 
 def test_native_tool_schemas_cap_strings_and_restrict_mc_answers_to_letters() -> None:
