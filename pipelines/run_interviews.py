@@ -25,6 +25,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from medagent.config import InterviewRunConfig
+from medagent.config.legacy import upgrade_history_manifest
 from medagent.history import history_mode
 from medagent.history.agent.information import split_record
 from medagent.history.evaluation.row import InterviewRow
@@ -32,7 +33,6 @@ from medagent.history.evaluation.scoring import KEY, endpoint_failed, score_run
 from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.llm.endpoints import Endpoints
-from medagent.config.legacy import upgrade_history_manifest
 from medagent.run import RunDir, build_manifest, check_resume
 from pipelines.common import (
     deploy,
@@ -93,7 +93,9 @@ def own_transcripts(cfg: InterviewRunConfig) -> dict[str, str]:
     if not history_mode(cfg.agent.mode).reads_context or cfg.agent.single_shot.context != "transcript_run":
         return {}
     if not cfg.agent.single_shot.transcript_run:
-        raise ValueError("agent.single_shot.context=transcript_run needs agent.single_shot.transcript_run=/abs/finished/amq/run_dir")
+        raise ValueError(
+            "agent.single_shot.context=transcript_run needs agent.single_shot.transcript_run=/abs/finished/amq/run_dir"
+        )
     from medagent.history.agent.state import InterviewState
 
     rd = RunDir(Path(cfg.agent.single_shot.transcript_run), read_only=True)

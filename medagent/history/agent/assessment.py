@@ -207,7 +207,12 @@ async def assess(
         summary=summary,
         findings=findings,
         passages=[
-            {"id": d.id, "title": d.title, "source": d.source, "content": d.content[: cfg.retrieval.max_passage_chars]}
+            {
+                "id": d.id,
+                "title": d.title,
+                "source": d.source,
+                "content": d.content[: cfg.retrieval.max_passage_chars],
+            }
             for d in passages
         ],
     )

@@ -68,7 +68,9 @@ class Rules:
             ValueError: Unknown ``priorities`` choice, slot name or category in the config.
         """
         if cfg.questioning.slots_per_pass is not None and cfg.questioning.slots_per_pass < 1:
-            raise ValueError(f"agent.questioning.slots_per_pass must be >= 1 or null, got {cfg.questioning.slots_per_pass}")
+            raise ValueError(
+                f"agent.questioning.slots_per_pass must be >= 1 or null, got {cfg.questioning.slots_per_pass}"
+            )
         pr = load_priorities(cfg.questioning.priorities_file)
         order = pr.priority_order if cfg.questioning.priorities == "paper" else pr.empirical_order
         bad = [s for s in cfg.phases.triage_slots if s not in SLOT_BY_NAME]
@@ -210,7 +212,11 @@ def next_phase(state: InterviewState, rules: Rules) -> tuple[Phase, str] | None:
         return None
     if c >= cfg.phases.deep_dive_to_confirmation and first_pass_done(state, rules):
         return Phase.CONFIRMATION, f"C={c:.2f} >= {cfg.phases.deep_dive_to_confirmation}"
-    if state.differential and h <= cfg.phases.entropy_confirmation and c >= cfg.phases.hypothesis_to_deep_dive:
+    if (
+        state.differential
+        and h <= cfg.phases.entropy_confirmation
+        and c >= cfg.phases.hypothesis_to_deep_dive
+    ):
         return Phase.CONFIRMATION, f"entropy={h:.2f} <= {cfg.phases.entropy_confirmation}"
     if not phase_slots_left(state, rules):
         return Phase.CONFIRMATION, "no slot left"

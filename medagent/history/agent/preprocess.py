@@ -84,7 +84,9 @@ def update_model(red_flags: tuple[str, ...], max_facts: int, max_hypotheses: int
 
 def update_schema(cfg: HistoryAgentConfig) -> dict[str, Any]:
     """The ``response_format`` of the per-turn update."""
-    model = update_model(tuple(cfg.red_flags), cfg.generation.max_facts_per_turn, cfg.generation.max_hypotheses)
+    model = update_model(
+        tuple(cfg.red_flags), cfg.generation.max_facts_per_turn, cfg.generation.max_hypotheses
+    )
     return response_format("history_update", model)
 
 
