@@ -62,6 +62,6 @@ def _build_agent(
         chat = DeploymentHandleChatModel(llm_client, llm.served_name, max_retries=llm.max_retries)
     remote = retriever_for(services)
     agent_cfg = cfg.agent
-    agent_cfg.json_schema = agent_cfg.json_schema and llm.supports_json_schema
+    agent_cfg.generation.json_schema = agent_cfg.generation.json_schema and llm.supports_json_schema
     embedder = text_embedder(None if cfg.embedder is None else asdict(cfg.embedder))
     return HistoryTakingAgent(chat, agent_cfg, remote, embedder)

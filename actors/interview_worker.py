@@ -88,7 +88,9 @@ class InterviewWorker:
         self.eval_cfg: InterviewEvalConfig = to_dataclass(InterviewEvalConfig, eval)
         self.llm_cfg: LLMConfig = to_dataclass(LLMConfig, llm)
         # The JSON-schema switch follows the served model, not the agent file.
-        self.agent_cfg.json_schema = self.agent_cfg.json_schema and self.llm_cfg.supports_json_schema
+        self.agent_cfg.generation.json_schema = (
+            self.agent_cfg.generation.json_schema and self.llm_cfg.supports_json_schema
+        )
         self.llm = chat_model_for(self.llm_cfg, llm_endpoint)
         self.embedder = text_embedder(embedder)
         if self.embedder is None and self.eval_cfg.simulator_exchanges is not None:

@@ -25,6 +25,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from medagent.config import InterviewRunConfig
+from medagent.config.legacy import upgrade_history_manifest
 from medagent.history import history_mode
 from medagent.history.agent.information import split_record
 from medagent.history.evaluation.row import InterviewRow
@@ -86,16 +87,18 @@ def stream_rows(
 
 
 def own_transcripts(cfg: InterviewRunConfig) -> dict[str, str]:
-    """Interview id -> the amq agent's transcript in ``agent.transcript_run`` (single_shot,
+    """Interview id -> the amq agent's transcript in ``agent.single_shot.transcript_run`` (single_shot,
     context=transcript_run); empty for every other config. Interviews the amq run did not finish (error or
     skipped rows) have no transcript."""
-    if not history_mode(cfg.agent.mode).reads_context or cfg.agent.context != "transcript_run":
+    if not history_mode(cfg.agent.mode).reads_context or cfg.agent.single_shot.context != "transcript_run":
         return {}
-    if not cfg.agent.transcript_run:
-        raise ValueError("agent.context=transcript_run needs agent.transcript_run=/abs/finished/amq/run_dir")
+    if not cfg.agent.single_shot.transcript_run:
+        raise ValueError(
+            "agent.single_shot.context=transcript_run needs agent.single_shot.transcript_run=/abs/finished/amq/run_dir"
+        )
     from medagent.history.agent.state import InterviewState
 
-    rd = RunDir(Path(cfg.agent.transcript_run), read_only=True)
+    rd = RunDir(Path(cfg.agent.single_shot.transcript_run), read_only=True)
     out = {}
     for d in rd.latest_records(rd.interviews, KEY, endpoint_failed):
         row = InterviewRow.from_dict(d)
@@ -103,7 +106,7 @@ def own_transcripts(cfg: InterviewRunConfig) -> dict[str, str]:
             continue
         out[row.interview_id] = InterviewState.from_dict(row.result["final_state"]).transcript()
     if not out:
-        raise ValueError(f"no finished amq interview in {cfg.agent.transcript_run}")
+        raise ValueError(f"no finished amq interview in {cfg.agent.single_shot.transcript_run}")
     return out
 
 
@@ -161,7 +164,7 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
     )
     rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"interviews-{cfg.interviews.name}-{cfg.agent.mode}")
     done = rd.completed_keys(rd.interviews, KEY, endpoint_failed)
-    previous = rd.read_json(rd.manifest)
+    previous = upgrade_history_manifest(rd.read_json(rd.manifest))  # run dirs of older versions resume too
     config = json.loads(json.dumps(asdict(cfg), default=str))  # as the manifest stores it
     if cfg.resume_check:  # interviews run under other settings never mix into one report
         check_resume(previous, config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done))
@@ -179,7 +182,7 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
             log.warning(
                 "%d interviews have no amq transcript in %s: %s",
                 len(missing),
-                cfg.agent.transcript_run,
+                cfg.agent.single_shot.transcript_run,
                 missing,
             )
         todo = [iv for iv in todo if iv.id in own]

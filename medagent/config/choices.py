@@ -139,7 +139,7 @@ class HistoryMode(Choice):
 
 
 class Policy(Choice):
-    """How the history-taking agent picks the next slot (``HistoryAgentConfig.policy``)."""
+    """How the history-taking agent picks the next slot (``QuestioningConfig.policy``)."""
 
     order = "order"
     information = "information"
@@ -153,7 +153,7 @@ class Priorities(Choice):
 
 
 class SummaryContext(Choice):
-    """What the single-shot agent's one summary reads (``HistoryAgentConfig.context``)."""
+    """What the single-shot agent's one summary reads (``SingleShotConfig.context``)."""
 
     opening = "opening"
     full = "full"

@@ -96,27 +96,23 @@ DEFAULT_RED_FLAGS: dict[str, str] = {
 
 
 @dataclass
-class HistoryAgentConfig:
-    """The history-taking agent (``conf/history_agent/amq.yaml``, ``conf/history_agent/single_shot.yaml``).
+class QuestioningConfig:
+    """How the amq agent picks the next slot: the policy, its priority order and its value weights.
 
-    ``mode`` picks the agent: ``amq`` (adaptive Markov questioning: the state machine of
-    ``medagent.history.agent.amq``) or ``single_shot`` (the paper's baseline: one summary, one assessment).
-    Thresholds are on the completeness score C in [0, 1] and on the differential's normalised entropy in
-    [0, 1] (``medagent.history.agent.phases``). ``priorities`` selects the priority order of
-    ``conf/interview/priorities.yaml``: ``paper`` (hand-set) or ``physician`` (empirical, from the RES
-    training split); the completeness weights always come from that file's ``paper`` section. ``policy``
-    picks the next slot by that order (``order``) or by expected value (``information``,
-    ``medagent.history.agent.value``).
+    ``priorities`` selects the priority order of ``conf/interview/priorities.yaml``: ``paper`` (hand-set)
+    or ``physician`` (empirical, from the RES training split); the completeness weights always come from
+    that file's ``paper`` section.
     """
 
-    kind: str = "history"
-    mode: HistoryMode = HistoryMode.amq
     # Next slot: "order" (the first missing slot in the `priorities` order) or "information" (the missing
     # slot of highest expected value for the current state, medagent.history.agent.value, computed from the
     # training table `information_file`; ties keep the `priorities` order).
     policy: Policy = Policy.order
     priorities: Priorities = Priorities.paper
     priorities_file: str | None = None
+    # Each category offers at most this many of its slots per pass over the categories (slot order), so every
+    # category is reached before one is exhausted; null = one pass (strict category order).
+    slots_per_pass: int | None = 4
     # Built by `python -m medagent.history.agent.build_information`; null = conf/interview/information_res.json.
     information_file: str | None = None
     # V(s) = gain * (completeness s adds) + best unknown finding's (iv * p * KL + entropy * dH).
@@ -125,10 +121,19 @@ class HistoryAgentConfig:
     information_weight_entropy: float = 1.0
     # Share of the training prior P(D) mixed into the agent's differential (also its stand-in when empty).
     information_prior_mix: float = 0.1
-    # Each category offers at most this many of its slots per pass over the categories (slot order), so every
-    # category is reached before one is exhausted; null = one pass (strict category order).
-    slots_per_pass: int | None = 4
-    max_turns: int = 16
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "agent.questioning")
+
+
+@dataclass
+class PhasesConfig:
+    """When the amq agent moves between phases and finishes (``medagent.history.agent.phases``).
+
+    Thresholds are on the completeness score C in [0, 1] and on the differential's normalised entropy in
+    [0, 1].
+    """
+
     completion_threshold: float = 0.85
     triage_to_hypothesis: float = 0.15
     hypothesis_to_deep_dive: float = 0.35
@@ -145,16 +150,24 @@ class HistoryAgentConfig:
     hypothesis_categories: list[str] = field(
         default_factory=lambda: ["symptom", "medical_history", "medication", "medical_test", "disease"]
     )
+    # Finish when the pre-processing router says "retrieve" and C is at least this.
+    route_min_completeness: float = 0.5
+
+
+@dataclass
+class RedundancyConfig:
+    """What keeps the amq agent from asking again what it has asked (the paper: cosine >= 0.75 blocks)."""
+
     max_asks_per_slot: int = 1
     similarity_threshold: float = 0.75
     # Replacement questions tried per turn after a blocked one (rephrase, then the next slot).
     max_replacements: int = 3
-    max_hypotheses: int = 5
-    max_facts_per_turn: int = 8
-    # Finish when the pre-processing router says "retrieve" and C is at least this.
-    route_min_completeness: float = 0.5
-    red_flags: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_RED_FLAGS))
-    opening_question: str = "Hello, what brings you in today?"
+
+
+@dataclass
+class HistoryGenerationConfig:
+    """Sampling and limits of the history-taking agent's LLM calls, and the caps of its structured replies."""
+
     temperature: float = 0.0
     top_p: float = 1.0
     max_tokens_update: int = 512
@@ -165,24 +178,69 @@ class HistoryAgentConfig:
     json_schema: bool = True
     # A malformed reply is retried this many times with the error shown, then handled (recorded, skipped).
     max_retries: int = 1
-    retrieval_top_k: int = 5
-    retrieval_mode: RetrievalMode = RetrievalMode.hybrid
+    max_hypotheses: int = 5
+    max_facts_per_turn: int = 8
+
+
+@dataclass
+class HistoryRetrievalConfig:
+    """The amq agent's guideline retrieval for its assessment (parent–child, hybrid)."""
+
+    # false skips guideline retrieval (the control that isolates retrieval's share).
+    enabled: bool = True
+    top_k: int = 5
+    mode: RetrievalMode = RetrievalMode.hybrid
     return_parents: bool = True
-    retrieval_sources: list[str] | None = None
+    sources: list[str] | None = None
     max_passage_chars: int = 1200
-    # single_shot only: how much of the interview transcript (characters) the one summary may read.
-    max_transcript_chars: int = 12000
-    # single_shot only: what the one summary reads (``SummaryContext``). "opening" (the
-    # baseline): the patient's answer to the opening question, no follow-up; "full": the physician's whole
-    # visible interview (an oracle upper bound: a median of 47 doctor turns, often naming the diagnosis);
-    # "transcript_run": the questions and answers of a finished amq run (``transcript_run``), which
-    # separates asking (which questions) from writing (the summary and assessment).
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "agent.retrieval")
+
+
+@dataclass
+class SingleShotConfig:
+    """What the single-shot agent's one summary reads (``mode: single_shot`` only)."""
+
+    # ``SummaryContext``. "opening" (the baseline): the patient's answer to the opening question, no
+    # follow-up; "full": the physician's whole visible interview (an oracle upper bound: a median of 47
+    # doctor turns, often naming the diagnosis); "transcript_run": the questions and answers of a finished
+    # amq run (``transcript_run``), which separates asking (which questions) from writing (the summary and
+    # assessment).
     context: SummaryContext = SummaryContext.opening
     transcript_run: str | None = None
-    # amq only: false skips guideline retrieval (the control that isolates retrieval's share).
-    retrieval: bool = True
+    # How much of the interview transcript (characters) the one summary may read.
+    max_transcript_chars: int = 12000
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "agent.single_shot")
+
+
+@dataclass
+class HistoryAgentConfig:
+    """The history-taking agent (``conf/history_agent/amq.yaml``, ``conf/history_agent/single_shot.yaml``):
+    its mode and budget, then its settings by group (questioning, phases, redundancy, generation,
+    retrieval, single_shot).
+
+    ``mode`` picks the agent: ``amq`` (adaptive Markov questioning: the state machine of
+    ``medagent.history.agent.amq``) or ``single_shot`` (the paper's baseline: one summary, one assessment).
+    ``questioning.policy`` picks the next slot by the priority order (``order``) or by expected value
+    (``information``, ``medagent.history.agent.value``).
+    """
+
+    kind: str = "history"
+    mode: HistoryMode = HistoryMode.amq
+    max_turns: int = 16
+    opening_question: str = "Hello, what brings you in today?"
+    red_flags: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_RED_FLAGS))
     # Interviews in flight per worker actor.
     max_concurrency: int = 2
+    questioning: QuestioningConfig = field(default_factory=QuestioningConfig)
+    phases: PhasesConfig = field(default_factory=PhasesConfig)
+    redundancy: RedundancyConfig = field(default_factory=RedundancyConfig)
+    generation: HistoryGenerationConfig = field(default_factory=HistoryGenerationConfig)
+    retrieval: HistoryRetrievalConfig = field(default_factory=HistoryRetrievalConfig)
+    single_shot: SingleShotConfig = field(default_factory=SingleShotConfig)
 
     def __post_init__(self) -> None:
         coerce_choices(self, "agent")

@@ -69,3 +69,94 @@ def upgrade_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any] | Non
     if isinstance(out.get("config"), Mapping):
         out["config"] = upgrade_config(out["config"])
     return out
+
+
+# --- The history-taking agent (``HistoryAgentConfig``'s groups) ---------------------------------------------
+
+# Former ``agent.<key>`` of an interview run -> its path under ``agent`` now.
+HISTORY_AGENT_MOVES: dict[str, str] = {
+    **{
+        k: f"questioning.{k}"
+        for k in (
+            "policy",
+            "priorities",
+            "priorities_file",
+            "slots_per_pass",
+            "information_file",
+            "information_weight_gain",
+            "information_weight_iv",
+            "information_weight_entropy",
+            "information_prior_mix",
+        )
+    },
+    **{
+        k: f"phases.{k}"
+        for k in (
+            "completion_threshold",
+            "triage_to_hypothesis",
+            "hypothesis_to_deep_dive",
+            "deep_dive_to_confirmation",
+            "entropy_deep_dive",
+            "entropy_confirmation",
+            "confirmation_turns",
+            "triage_slots",
+            "hypothesis_categories",
+            "route_min_completeness",
+        )
+    },
+    **{k: f"redundancy.{k}" for k in ("max_asks_per_slot", "similarity_threshold", "max_replacements")},
+    **{
+        k: f"generation.{k}"
+        for k in (
+            "temperature",
+            "top_p",
+            "max_tokens_update",
+            "max_tokens_question",
+            "max_tokens_summary",
+            "max_tokens_assessment",
+            "json_schema",
+            "max_retries",
+            "max_hypotheses",
+            "max_facts_per_turn",
+        )
+    },
+    "retrieval": "retrieval.enabled",
+    "retrieval_top_k": "retrieval.top_k",
+    "retrieval_mode": "retrieval.mode",
+    "return_parents": "retrieval.return_parents",
+    "retrieval_sources": "retrieval.sources",
+    "max_passage_chars": "retrieval.max_passage_chars",
+    **{k: f"single_shot.{k}" for k in ("context", "transcript_run", "max_transcript_chars")},
+}
+
+
+def upgrade_history_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` (an interview run's config as JSON) with a flat history-agent section moved into its
+    groups; a config recorded with the groups comes back equal. The input is not changed."""
+    out = copy.deepcopy(dict(config))
+    agent = out.get("agent")
+    if not isinstance(agent, Mapping) or not any(
+        k in HISTORY_AGENT_MOVES and not isinstance(v, Mapping) for k, v in agent.items()
+    ):
+        # Grouped already (a group is a mapping; the former ``retrieval`` was a bool), or no agent section.
+        return out
+    nested: dict[str, Any] = {}
+    for key, value in agent.items():
+        node = nested
+        *parents, leaf = HISTORY_AGENT_MOVES.get(str(key), str(key)).split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    out["agent"] = nested
+    return out
+
+
+def upgrade_history_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """An interview run's manifest with its ``config`` upgraded (``upgrade_history_config``); None stays
+    None."""
+    if manifest is None:
+        return None
+    out = dict(manifest)
+    if isinstance(out.get("config"), Mapping):
+        out["config"] = upgrade_history_config(out["config"])
+    return out

@@ -18,8 +18,9 @@ import httpx
 import pytest
 
 from medagent.api import MAX_ANSWER_CHARS
-from medagent.config import ClusterConfig, HistoryAgentConfig, InterviewSessionsConfig, LLMConfig
+from medagent.config import ClusterConfig, InterviewSessionsConfig, LLMConfig
 from medagent.history import HistoryTakingAgent
+from tests.configs import history_agent_config
 from tests.integration.conftest import clear_serve_apps
 from tests.unit._history_fakes import FakeClinician, FakeRetriever
 
@@ -46,7 +47,7 @@ def page_url(ray_cluster: Any, cluster_cfg: ClusterConfig) -> Iterator[str]:
     from actors.ingress import Ingress
     from actors.interview_sessions import InterviewSessions
 
-    cfg = InterviewSessionsConfig(enabled=True, agent=HistoryAgentConfig(max_turns=16), embedder=None)
+    cfg = InterviewSessionsConfig(enabled=True, agent=history_agent_config(max_turns=16), embedder=None)
     # The agent is built here on scripted fakes and handed to the deployment (pickled by reference to the
     # test modules, which the local workers import from the driver's sys.path).
     agent = HistoryTakingAgent(FakeClinician().model, cfg.agent, FakeRetriever(), None)

@@ -25,13 +25,12 @@ from medagent.agent.tools import SPECS as TOOL_SPECS
 from medagent.config import (
     BenchmarkConfig,
     ClusterConfig,
-    HistoryAgentConfig,
     InterviewEvalConfig,
     RetrieverConfig,
     RunConfig,
 )
 from pipelines.benchmark_run import run
-from tests.configs import agent_config
+from tests.configs import agent_config, history_agent_config
 from tests.integration.conftest import clear_serve_apps
 from tests.integration.test_qa_agent import RERANKER
 from tests.integration.test_qa_agent import SMOL as QA_SMOL
@@ -85,7 +84,7 @@ def _interview(ray: Any, cluster: ClusterConfig) -> dict[str, Any]:
     from medagent.interview.transcripts import parse_transcript
     from medagent.llm.endpoints import HandleEndpoint
 
-    agent = HistoryAgentConfig(mode="single_shot", max_tokens_summary=96, max_tokens_assessment=160)
+    agent = history_agent_config(mode="single_shot", max_tokens_summary=96, max_tokens_assessment=160)
     interview = parse_transcript(TRANSCRIPT, "metrics-T1")
     ds = ray.data.from_items([{"id": interview.id, "interview": interview.to_json()}]).map_batches(
         InterviewWorker,

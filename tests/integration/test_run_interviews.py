@@ -32,6 +32,7 @@ from medagent.retrieval.config import IndexJobConfig
 from medagent.run import RunDir
 from pipelines.index_corpus import register_index_configs
 from pipelines.index_corpus import run as build_index
+from tests.configs import history_agent_config
 from tests.integration.conftest import clear_serve_apps
 
 pytestmark = pytest.mark.integration
@@ -150,7 +151,7 @@ def test_a_person_takes_the_patient_role_over_http(
 
     sessions = InterviewSessionsConfig(
         enabled=True,
-        agent=HistoryAgentConfig(
+        agent=history_agent_config(
             max_turns=2, max_tokens_update=256, max_tokens_summary=192, max_tokens_assessment=320
         ),
         ttl_s=600,

@@ -444,7 +444,7 @@ def test_interviews_run_on_the_cluster(sim: Sim, index: Path, work: Path) -> Non
     cmd = _pipeline("run_interviews", *sim.overrides, LLM, "interviews=osce_res", "limit=1",
                     "history_agent=single_shot",
                     # a short note: the test is about where the work runs, not the note
-                    "agent.max_tokens_summary=64", "agent.max_tokens_assessment=160",
+                    "agent.generation.max_tokens_summary=64", "agent.generation.max_tokens_assessment=160",
                     f"index_dir={index}", f"run_dir={run_dir}", "progress=false")  # fmt: skip
     proc = _run(cmd, log, timeout=600)
     assert proc.returncode == 0, _tail(log)

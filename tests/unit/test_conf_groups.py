@@ -73,7 +73,7 @@ def test_every_group_option_composes_and_converts(root: str, override: str) -> N
     if override.startswith("history_agent@interview_sessions"):
         overrides.append("interview_sessions.enabled=true")
     if override == "history_agent=single_shot_amq_transcript":
-        overrides.append("agent.transcript_run=/tmp/finished")
+        overrides.append("agent.single_shot.transcript_run=/tmp/finished")
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(config_name=root, overrides=overrides)  # a key the schema lacks fails here
     # Types, enums and each schema's own checks; a ``???`` value an option leaves for the command line (a data

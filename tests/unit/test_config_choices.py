@@ -13,7 +13,6 @@ from omegaconf import OmegaConf
 from medagent.agent.base import AGENTS, check_modes
 from medagent.config import (
     AnnotateRunConfig,
-    HistoryAgentConfig,
     InterviewRunConfig,
     LLMConfig,
     Memory,
@@ -23,7 +22,7 @@ from medagent.config import (
 )
 from medagent.retrieval.config import EmbedderConfig, IndexConfig, IndexJobConfig
 from pipelines.common import register_configs
-from tests.configs import agent_config
+from tests.configs import agent_config, history_agent_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 AGENT_MODES = sorted(p.stem for p in (CONF / "agent").glob("*.yaml"))
@@ -58,10 +57,10 @@ QA_AGENT = {
 }
 HISTORY_AGENT = {
     "mode": "amq, single_shot",
-    "policy": "order, information",
-    "priorities": "paper, physician",
-    "context": "opening, full, transcript_run",
-    "retrieval_mode": "dense, bm25, hybrid",
+    "questioning.policy": "order, information",
+    "questioning.priorities": "paper, physician",
+    "single_shot.context": "opening, full, transcript_run",
+    "retrieval.mode": "dense, bm25, hybrid",
 }
 
 # Closed sets of the indexing job (medagent.retrieval.config).
@@ -139,7 +138,11 @@ def test_run_interviews_shared_typo_fails(key: str) -> None:
 
 @pytest.mark.parametrize("key", [*sorted(f"interview_sessions.agent.{k}" for k in HISTORY_AGENT), *SHARED])
 def test_serve_typo_fails_naming_the_allowed_values(key: str) -> None:
-    allowed = HISTORY_AGENT.get(key.rsplit(".", 1)[-1]) if key.startswith("interview_") else SHARED[key]
+    allowed = (
+        HISTORY_AGENT.get(key.removeprefix("interview_sessions.agent."))
+        if key.startswith("interview_")
+        else SHARED[key]
+    )
     message = _error("serve", "interview_sessions.enabled=true", f"{key}=cahce")
     assert "cahce" in message and allowed in message, message
 
@@ -168,8 +171,8 @@ def test_configs_built_in_python_are_checked_too() -> None:
         ValueError, match="agent.loop.memory must be one of cache_prune, context, none, got 'cahce'"
     ):
         agent_config(memory="cahce")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="agent.policy must be one of order, information"):
-        HistoryAgentConfig(policy="informaton")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="agent.questioning.policy must be one of order, information"):
+        history_agent_config(policy="informaton")  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="registered"):
         check_modes(agent_config(mode="standalon"))
     assert agent_config(memory="context").loop.memory is Memory.context  # type: ignore[arg-type]

@@ -16,13 +16,12 @@ from actors.builder import APP, LLM_APP, LLM_DEPLOYMENT, retrieval_app_name
 from actors.deploy import Needs, endpoints, needs_for_benchmark, needs_for_interviews, serving_apps
 from medagent.config import (
     AgentConfig,
-    HistoryAgentConfig,
     InterviewRunConfig,
     LLMConfig,
     RunConfig,
 )
 from medagent.llm.endpoints import Endpoints, HandleEndpoint, HttpEndpoint, ServiceHandles
-from tests.configs import cluster_config
+from tests.configs import cluster_config, history_agent_config
 
 CLUSTER = cluster_config(http_host="127.0.0.1", http_port=8000)
 CPU = LLMConfig(name="cpu", backend="llamacpp")
@@ -97,10 +96,10 @@ def test_the_cpu_llm_is_its_own_application_whether_or_not_the_agent_searches(
 
 def test_history_runs_deploy_the_same_way(built: list[Any]) -> None:
     cpu_llm = HandleEndpoint(LLM_APP, LLM_DEPLOYMENT)
-    single = InterviewRunConfig(llm=CPU, cluster=CLUSTER, agent=HistoryAgentConfig(mode="single_shot"))
+    single = InterviewRunConfig(llm=CPU, cluster=CLUSTER, agent=history_agent_config(mode="single_shot"))
     assert endpoints(needs_for_interviews(single)) == Endpoints(cpu_llm)
     amq = needs_for_interviews(
-        InterviewRunConfig(llm=CPU, cluster=CLUSTER, agent=HistoryAgentConfig(mode="amq"))
+        InterviewRunConfig(llm=CPU, cluster=CLUSTER, agent=history_agent_config(mode="amq"))
     )
     assert endpoints(amq) == Endpoints(cpu_llm, ServiceHandles(APP, retrieval_app_name(APP)))
     serving_apps(amq)

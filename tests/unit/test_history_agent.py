@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent, SingleShotBaseline, build_history_agent
 from medagent.history.agent.state import Phase, replay
 from medagent.llm.base import LLMError
+from tests.configs import history_agent_config
 from tests.unit._history_fakes import (
     EQUAL_DX,
     BagOfWordsEmbedder,
@@ -25,7 +25,7 @@ def _run(agent: Any, patient: Any, **kw: Any) -> Any:
 
 def _agent(fake: FakeClinician, **cfg: Any) -> tuple[HistoryTakingAgent, FakeRetriever]:
     retriever = FakeRetriever()
-    agent = HistoryTakingAgent(fake.model, HistoryAgentConfig(**cfg), retriever, BagOfWordsEmbedder())
+    agent = HistoryTakingAgent(fake.model, history_agent_config(**cfg), retriever, BagOfWordsEmbedder())
     return agent, retriever
 
 
@@ -166,11 +166,11 @@ def test_step_api_lets_a_person_play_the_patient() -> None:
 
 def test_build_history_agent_and_single_shot_baseline() -> None:
     fake = FakeClinician()
-    assert isinstance(build_history_agent(HistoryAgentConfig(), fake.model), HistoryTakingAgent)
-    base = build_history_agent(HistoryAgentConfig(mode="single_shot"), fake.model)
+    assert isinstance(build_history_agent(history_agent_config(), fake.model), HistoryTakingAgent)
+    base = build_history_agent(history_agent_config(mode="single_shot"), fake.model)
     assert isinstance(base, SingleShotBaseline)
     with pytest.raises(ValueError, match="mode"):
-        build_history_agent(HistoryAgentConfig(mode="x"), fake.model)
+        build_history_agent(history_agent_config(mode="x"), fake.model)
     result = asyncio.run(base.run(None, transcript="Doctor: What brings you in?\nPatient: A cough."))
     assert result.mode == "single_shot" and result.n_turns == 1 and not result.assessment.grounded
     assert result.assessment.valid and result.assessment.differential[0].citations == ()
@@ -179,7 +179,7 @@ def test_build_history_agent_and_single_shot_baseline() -> None:
     # No transcript: the baseline asks the opening question once.
     patient = ScriptedPatient()
     r2 = asyncio.run(base.run(patient))
-    assert patient.questions == [HistoryAgentConfig().opening_question] and r2.final_state.turn == 1
+    assert patient.questions == [history_agent_config().opening_question] and r2.final_state.turn == 1
 
 
 def test_low_entropy_differential_shortens_hypothesis_formation() -> None:

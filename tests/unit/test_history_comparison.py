@@ -20,6 +20,7 @@ from medagent.history.evaluation.paired import paired_difference, paired_table, 
 from medagent.history.evaluation.runner import arm_name, baseline_transcript, evaluate_interview
 from medagent.interview.transcripts import parse_transcript
 from medagent.run import RunDir
+from tests.configs import history_agent_config
 from tests.fakes import ScriptedChatModel
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever
 from tests.unit.test_run_interviews import TEXT, _compose, _evaluator
@@ -58,8 +59,8 @@ def _run(
 
 
 def test_opening_is_the_default_and_asks_the_patient_once() -> None:
-    cfg = HistoryAgentConfig(mode="single_shot")
-    assert cfg.context == "opening" and arm_name(cfg) == "single_shot:opening"
+    cfg = history_agent_config(mode="single_shot")
+    assert cfg.single_shot.context == "opening" and arm_name(cfg) == "single_shot:opening"
     row, users = _run(cfg)
     # The simulated patient was asked the opening question once: the presenting complaint, nothing else.
     assert [s["question"] for s in row["simulator"]] == [cfg.opening_question]
@@ -70,7 +71,7 @@ def test_opening_is_the_default_and_asks_the_patient_once() -> None:
 
 
 def test_full_context_is_the_oracle_over_the_visible_interview() -> None:
-    cfg = HistoryAgentConfig(mode="single_shot", context="full")
+    cfg = history_agent_config(mode="single_shot", context="full")
     row, users = _run(cfg)
     assert row["simulator"] == [] and arm_name(cfg) == "single_shot:full"
     summary_request = next(u for u in users if "Do you smoke?" in u)
@@ -78,24 +79,24 @@ def test_full_context_is_the_oracle_over_the_visible_interview() -> None:
 
 
 def test_transcript_run_context_reads_the_given_amq_transcript() -> None:
-    cfg = HistoryAgentConfig(mode="single_shot", context="transcript_run")
+    cfg = history_agent_config(mode="single_shot", context="transcript_run")
     own = "Doctor: What brings you in?\nPatient: Cough.\nDoctor: Could you tell me about onset?\nPatient: Monday."
     _, users = _run(cfg, own=own)
     assert any("Could you tell me about onset?" in u and "Do you smoke?" not in u for u in users)
     with pytest.raises(ValueError, match="amq run's transcript"):
         baseline_transcript(cfg, "seen", None)
-    with pytest.raises(ValueError, match="agent.context"):
-        baseline_transcript(HistoryAgentConfig(mode="single_shot", context="most"), "seen", None)
+    with pytest.raises(ValueError, match="agent.single_shot.context"):
+        baseline_transcript(history_agent_config(mode="single_shot", context="most"), "seen", None)
 
 
 def test_amq_no_retrieval_control_config_and_arm() -> None:
     cfg = _compose("run_interviews", "history_agent=amq_no_retrieval")
-    assert cfg.agent.mode == "amq" and not cfg.agent.retrieval and cfg.agent.max_turns == 16
+    assert cfg.agent.mode == "amq" and not cfg.agent.retrieval.enabled and cfg.agent.max_turns == 16
     assert arm_name(cfg.agent) == "amq:no_retrieval"
     oracle = _compose("run_interviews", "history_agent=single_shot_oracle")
     assert (
-        oracle.agent.context == "full"
-        and _compose("run_interviews", "history_agent=single_shot").agent.context == "opening"
+        oracle.agent.single_shot.context == "full"
+        and _compose("run_interviews", "history_agent=single_shot").agent.single_shot.context == "opening"
     )
     gpu = _compose("run_interviews", "interview_scoring=gpu")
     assert (
@@ -106,7 +107,7 @@ def test_amq_no_retrieval_control_config_and_arm() -> None:
 
 def _amq_run_dir(tmp_path: Path) -> Path:
     rd = RunDir.create(str(tmp_path / "amq"), str(tmp_path), "x")
-    rows = [_run(HistoryAgentConfig(mode="amq", max_turns=3), i)[0] for i in ("T1", "T2")]
+    rows = [_run(history_agent_config(mode="amq", max_turns=3), i)[0] for i in ("T1", "T2")]
     rows.append({"interview_id": "T3", "mode": "amq", "error": "LLMError: down", "reference": {}})
     rows.append({"interview_id": "T4", "mode": "amq", "skipped": "no usable closing statement"})
     rd.append_records(rd.interviews, rows, key="interview_id", failed=lambda r: bool(r.get("error")))
@@ -118,7 +119,9 @@ def test_own_transcripts_come_from_the_finished_amq_interviews(tmp_path: Path) -
 
     root = _amq_run_dir(tmp_path)
     cfg = _compose(
-        "run_interviews", "history_agent=single_shot_amq_transcript", f"agent.transcript_run={root}"
+        "run_interviews",
+        "history_agent=single_shot_amq_transcript",
+        f"agent.single_shot.transcript_run={root}",
     )
     own = own_transcripts(cfg)
     assert sorted(own) == ["T1", "T2"]  # the failed and the skipped interview have none
@@ -195,7 +198,7 @@ def test_report_writes_paired_differences_against_compared_runs(
     amq_root = _amq_run_dir(tmp_path)
     base = RunDir.create(str(tmp_path / "base"), str(tmp_path), "x")
     # T5 is not one of this run's interviews: the compared arm is read over this run's interviews only.
-    rows = [_run(HistoryAgentConfig(mode="single_shot"), i)[0] for i in ("T1", "T2", "T5")]
+    rows = [_run(history_agent_config(mode="single_shot"), i)[0] for i in ("T1", "T2", "T5")]
     base.append_records(base.interviews, rows, key="interview_id", failed=lambda r: bool(r.get("error")))
     cfg = _compose("run_interviews", f"compare=[{base.root}]", f"data_root={data_root}")
     interviews = [parse_transcript(TEXT, i) for i in ("T1", "T2", "T3", "T4")]
@@ -217,7 +220,7 @@ def test_worker_hands_the_transcript_column_to_the_single_shot_control() -> None
     from actors.interview_worker import InterviewWorker
 
     worker = InterviewWorker.__new__(InterviewWorker)  # no Ray: the clients are set by hand
-    worker.agent_cfg = HistoryAgentConfig(mode="single_shot", context="transcript_run")
+    worker.agent_cfg = history_agent_config(mode="single_shot", context="transcript_run")
     worker.eval_cfg = InterviewEvalConfig(simulator_exchanges=2)
     clinician = FakeClinician()
     worker.llm, worker.embedder = ScriptedChatModel(_evaluator), BagOfWordsEmbedder()

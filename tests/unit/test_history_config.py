@@ -25,12 +25,21 @@ def test_history_agent_yaml_validates(name: str) -> None:
 
 def test_amq_yaml_carries_the_paper_settings() -> None:
     cfg = to_dataclass(HistoryAgentConfig, yaml.safe_load((CONF / "amq.yaml").read_text()))
-    assert cfg.similarity_threshold == 0.75 and cfg.priorities == "paper" and cfg.max_turns >= 16
-    assert cfg.retrieval_mode == "hybrid" and cfg.return_parents and "haemoptysis" in cfg.red_flags
+    assert (
+        cfg.redundancy.similarity_threshold == 0.75
+        and cfg.questioning.priorities == "paper"
+        and cfg.max_turns >= 16
+    )
+    assert cfg.retrieval.mode == "hybrid" and cfg.retrieval.return_parents and "haemoptysis" in cfg.red_flags
 
 
 def test_overrides_are_type_checked() -> None:
-    assert to_dataclass(HistoryAgentConfig, {"priorities": "physician", "max_turns": 8}).max_turns == 8
+    assert (
+        to_dataclass(
+            HistoryAgentConfig, {"questioning": {"priorities": "physician"}, "max_turns": 8}
+        ).max_turns
+        == 8
+    )
     with pytest.raises(ValidationError):
         to_dataclass(HistoryAgentConfig, {"max_turns": "many"})
     with pytest.raises(ConfigKeyError):
@@ -46,7 +55,7 @@ def test_history_modes_register_their_capabilities() -> None:
     assert (single.asks_questions, single.tracks_red_flags, single.reads_context) == (False, False, True)
 
     def cfg(mode: str, retrieval: bool) -> HistoryAgentConfig:
-        return to_dataclass(HistoryAgentConfig, {"mode": mode, "retrieval": retrieval})
+        return to_dataclass(HistoryAgentConfig, {"mode": mode, "retrieval": {"enabled": retrieval}})
 
     assert needs_history_retrieval(cfg("amq", True))
     assert not needs_history_retrieval(cfg("amq", False))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from medagent.config import HistoryAgentConfig, InterviewEvalConfig
+from medagent.config import InterviewEvalConfig
 from medagent.history import HistoryTakingAgent, PatientSimulator
 from medagent.history.evaluation.metrics import (
     RedFlagExtractor,
@@ -28,6 +28,7 @@ from medagent.history.simulation.simulator import (
 )
 from medagent.interview.transcripts import parse_transcript
 from medagent.llm.usage import UsageRecord
+from tests.configs import history_agent_config
 from tests.fakes import ScriptedChatModel, completion
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
 
@@ -195,7 +196,7 @@ def test_red_flag_extractor_keeps_flags_the_patient_affirms_in_their_own_words()
     ]
     cfg = InterviewEvalConfig(red_flag_chunk_tokens=40)
     llm = ScriptedChatModel(lambda body: replies[min(len(llm.requests) - 1, 1)])
-    ext = RedFlagExtractor(llm, HistoryAgentConfig().red_flags, cfg)
+    ext = RedFlagExtractor(llm, history_agent_config().red_flags, cfg)
     log = UsageRecord.calls(by_tag=True)
     assert asyncio.run(ext.extract(IV, log)) == ["haemoptysis"]
     assert len(llm.requests) > 1  # chunked
@@ -236,7 +237,7 @@ class _FakeBert:
 def test_interview_record_and_aggregate() -> None:
     ref = extract_reference(IV)
     agent = HistoryTakingAgent(
-        FakeClinician().model, HistoryAgentConfig(max_turns=4), FakeRetriever(), BagOfWordsEmbedder()
+        FakeClinician().model, history_agent_config(max_turns=4), FakeRetriever(), BagOfWordsEmbedder()
     )
     patient = ScriptedPatient(opening="A cough, and I coughed up blood.")
     result = asyncio.run(agent.run(patient))
@@ -281,7 +282,7 @@ def test_evaluate_interview_row(mode: str) -> None:
     from medagent.history.evaluation.runner import evaluate_interview
 
     agent = build_history_agent(
-        HistoryAgentConfig(mode=mode, max_turns=3),
+        history_agent_config(mode=mode, max_turns=3),
         FakeClinician().model,
         FakeRetriever(),
         BagOfWordsEmbedder(),

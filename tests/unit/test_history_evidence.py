@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent
 from medagent.history.agent.preprocess import parse_update
 from medagent.history.evaluation.metrics import add_lexical_repeats
 from medagent.history.evaluation.repeats import TopicRepeats
+from tests.configs import history_agent_config
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
 from tests.unit.test_history_comparison import _rec
 
-CFG = HistoryAgentConfig()
+CFG = history_agent_config()
 SAID = ["I've had a cough for a week.", "I coughed up some blood this morning.", "No chest pain at all."]
 
 
@@ -46,7 +46,7 @@ def test_a_denied_red_flag_never_reaches_the_agents_state() -> None:
     def run(answer: str) -> tuple[str, ...]:
         fake = FakeClinician()  # flags haemoptysis, quoting the whole answer, whenever it mentions blood
         agent = HistoryTakingAgent(
-            fake.model, HistoryAgentConfig(max_turns=4), FakeRetriever(), BagOfWordsEmbedder()
+            fake.model, history_agent_config(max_turns=4), FakeRetriever(), BagOfWordsEmbedder()
         )
         result = asyncio.run(agent.run(ScriptedPatient(opening=answer)))
         return result.final_state.red_flags

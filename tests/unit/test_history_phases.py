@@ -2,7 +2,6 @@
 
 from dataclasses import replace
 
-from medagent.config import HistoryAgentConfig
 from medagent.history.agent.phases import Rules, eligible_slots, finish_reason, next_phase, phase_slots_left
 from medagent.history.agent.state import (
     SLOT_BY_NAME,
@@ -16,8 +15,9 @@ from medagent.history.agent.state import (
     transition,
 )
 from medagent.interview.types import INQUIRY_CATEGORIES
+from tests.configs import history_agent_config
 
-RULES = Rules.from_config(HistoryAgentConfig())
+RULES = Rules.from_config(history_agent_config())
 FLAT = (Hypothesis("a", 0.34), Hypothesis("b", 0.33), Hypothesis("c", 0.33))
 SHARP = (Hypothesis("a", 0.97), Hypothesis("b", 0.02), Hypothesis("c", 0.01))
 
@@ -87,7 +87,7 @@ def test_red_flag_jumps_to_confirmation_from_any_phase() -> None:
 
 def test_phase_does_not_gate_the_order() -> None:
     s = _state("symptom")
-    phys = Rules.from_config(HistoryAgentConfig(priorities="physician"))
+    phys = Rules.from_config(history_agent_config(priorities="physician"))
     for phase in Phase:
         paper = eligible_slots(replace(s, phase=phase), RULES)
         assert paper == eligible_slots(s, RULES)  # the same candidates, in the same order, in every phase
@@ -102,7 +102,7 @@ def test_passes_put_every_category_before_the_symptom_details() -> None:
     assert {SLOT_BY_NAME[n].category for n in first} == set(INQUIRY_CATEGORIES)
     assert names[16:] == ["character", "location", "progression", "aggravating_factors", "relieving_factors"]
     assert first[-1] == "basic_information"  # paper: basic information last, within the pass
-    strict = Rules.from_config(HistoryAgentConfig(slots_per_pass=None))
+    strict = Rules.from_config(history_agent_config(slots_per_pass=None))
     assert eligible_slots(_state(), strict)[:9] == [s.name for s in SLOTS if s.category == "symptom"]
 
 
@@ -118,7 +118,7 @@ def test_confirmation_on_completeness_waits_for_the_first_pass() -> None:
 
 
 def test_finish_reasons() -> None:
-    cfg = HistoryAgentConfig(max_turns=2)
+    cfg = history_agent_config(max_turns=2)
     rules = Rules.from_config(cfg)
     s = InterviewState()
     assert finish_reason(s, rules) is None

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import yaml
 
-from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent
 from medagent.history.agent.build_information import main as information_main
 from medagent.history.agent.information import (
@@ -40,6 +39,7 @@ from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.order import load_priorities
 from medagent.interview.transcripts import Interview
 from medagent.interview.types import INQUIRY_CATEGORIES, Turn
+from tests.configs import history_agent_config
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
 
 TRIAGE = ("symptom", "onset", "duration", "severity")
@@ -81,7 +81,7 @@ def _toy_table() -> InformationTable:
 
 
 def _info_rules(table: InformationTable | None = None) -> Rules:
-    rules = Rules.from_config(HistoryAgentConfig(policy="information"))
+    rules = Rules.from_config(history_agent_config(policy="information"))
     return rules if table is None else replace(rules, information=InformationModel(table))
 
 
@@ -97,10 +97,17 @@ def test_information_policy_next_slot_depends_on_the_differential() -> None:
     assert ranked_slots(after, rules)[0] == "habits"
     # A differential that is already certain has no entropy to reduce: completeness gain decides (the order).
     sure = _state((Hypothesis("asthma", 1.0),), *TRIAGE)
-    vals = slot_values(sure, replace(rules, cfg=replace(rules.cfg, information_prior_mix=0.0)), ["exposure"])
+    vals = slot_values(
+        sure,
+        replace(
+            rules,
+            cfg=replace(rules.cfg, questioning=replace(rules.cfg.questioning, information_prior_mix=0.0)),
+        ),
+        ["exposure"],
+    )
     assert vals["exposure"].information == pytest.approx(0.0, abs=1e-12)
     # Against the order policy: paper asks medical history next, whatever the differential.
-    order = Rules.from_config(HistoryAgentConfig())
+    order = Rules.from_config(history_agent_config())
     assert ranked_slots(covid, order)[0] == "medical_history" != first[0]
 
 
@@ -126,7 +133,7 @@ def test_packaged_table_gives_state_dependent_choices() -> None:
 
 def _run(**cfg: Any) -> Any:
     agent = HistoryTakingAgent(
-        FakeClinician().model, HistoryAgentConfig(**cfg), FakeRetriever(), BagOfWordsEmbedder()
+        FakeClinician().model, history_agent_config(**cfg), FakeRetriever(), BagOfWordsEmbedder()
     )
     return asyncio.run(agent.run(ScriptedPatient()))
 
@@ -218,15 +225,17 @@ def test_build_table_counts_findings_indicators_and_positions() -> None:
 
 def test_split_record_guards_runs_that_learn_from_the_training_split() -> None:
     table = load_table()
-    assert split_record(HistoryAgentConfig(), [table.train_ids[0]]) is None  # paper order learns nothing
-    for cfg in (HistoryAgentConfig(policy="information"), HistoryAgentConfig(priorities="physician")):
+    assert split_record(history_agent_config(), [table.train_ids[0]]) is None  # paper order learns nothing
+    for cfg in (history_agent_config(policy="information"), history_agent_config(priorities="physician")):
         got = split_record(cfg, table.eval_ids[:3])
         assert got is not None and got[0]["train_ids"] == table.train_ids and got[1].is_file()
         assert got[0]["evaluated_outside_eval_split"] == []
         with pytest.raises(ValueError, match="training split"):
             split_record(cfg, [table.train_ids[0]])
     # The single-shot baseline asks nothing, so nothing learned reaches it.
-    assert split_record(HistoryAgentConfig(mode="single_shot", policy="information"), table.train_ids) is None
+    assert (
+        split_record(history_agent_config(mode="single_shot", policy="information"), table.train_ids) is None
+    )
 
 
 def test_the_packaged_table_is_what_the_cli_builds_from_the_data(data_root: Any, tmp_path: Any) -> None:
@@ -239,10 +248,10 @@ def test_the_policy_arms_have_their_own_names() -> None:
     from medagent.history.evaluation.runner import arm_name
 
     names = [
-        arm_name(HistoryAgentConfig()),
-        arm_name(HistoryAgentConfig(priorities="physician")),
-        arm_name(HistoryAgentConfig(policy="information")),
-        arm_name(HistoryAgentConfig(policy="information", retrieval=False)),
+        arm_name(history_agent_config()),
+        arm_name(history_agent_config(priorities="physician")),
+        arm_name(history_agent_config(policy="information")),
+        arm_name(history_agent_config(policy="information", retrieval=False)),
     ]
     assert names == ["amq", "amq:physician", "amq:information", "amq:information:no_retrieval"]
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from medagent.config import HistoryAgentConfig
 from medagent.history import HistoryTakingAgent
 from medagent.history.agent.redundancy import RedundancyChecker, cosine_matrix, redundant_share
 from medagent.history.agent.state import Answered, Asked, AskedQuestion, InterviewState, Updated, transition
+from tests.configs import history_agent_config
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever, ScriptedPatient
 
 
@@ -51,7 +51,7 @@ def test_threshold_is_inclusive() -> None:
 
 
 def _run(fake: FakeClinician, **cfg: Any) -> Any:
-    agent = HistoryTakingAgent(fake.model, HistoryAgentConfig(**cfg), FakeRetriever(), BagOfWordsEmbedder())
+    agent = HistoryTakingAgent(fake.model, history_agent_config(**cfg), FakeRetriever(), BagOfWordsEmbedder())
     return asyncio.run(agent.run(ScriptedPatient()))
 
 

@@ -16,6 +16,7 @@ from medagent.history.agent.state import NO_SLOT, SLOTS
 from medagent.history.simulation.reference import red_flags_model
 from medagent.history.simulation.simulator import FIDELITY_LABELS, FidelityVerdict
 from medagent.llm.structured import response_format
+from tests.configs import history_agent_config
 
 
 # The hand-written helpers the output models replace, as they were.
@@ -48,8 +49,8 @@ def old_update_schema(cfg: HistoryAgentConfig) -> dict[str, Any]:
     schema = obj_schema(
         {
             "summary": string(800),
-            "facts": array(fact, cfg.max_facts_per_turn),
-            "differential": array(hypothesis, cfg.max_hypotheses),
+            "facts": array(fact, cfg.generation.max_facts_per_turn),
+            "differential": array(hypothesis, cfg.generation.max_hypotheses),
             "red_flags": array(
                 obj_schema({"id": {"type": "string", "enum": list(cfg.red_flags)}, "quote": string(200)}),
                 len(cfg.red_flags),
@@ -102,8 +103,10 @@ OLD_FIDELITY = json_format(
 OLD_SUMMARY = json_format("clinical_summary", obj_schema({"summary": string(1500)}))
 
 CFGS = [
-    HistoryAgentConfig(),
-    HistoryAgentConfig(max_facts_per_turn=2, max_hypotheses=3, red_flags={"fever_rash": "a rash with fever"}),
+    history_agent_config(),
+    history_agent_config(
+        max_facts_per_turn=2, max_hypotheses=3, red_flags={"fever_rash": "a rash with fever"}
+    ),
 ]
 
 

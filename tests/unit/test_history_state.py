@@ -4,7 +4,6 @@ import math
 
 import pytest
 
-from medagent.config import HistoryAgentConfig
 from medagent.history.agent.phases import Rules, category_coverage, completeness, entropy
 from medagent.history.agent.state import (
     SLOTS,
@@ -25,6 +24,7 @@ from medagent.history.agent.state import (
 )
 from medagent.interview.order import load_priorities
 from medagent.interview.types import INQUIRY_CATEGORIES
+from tests.configs import history_agent_config
 
 
 def _filled(*names: str) -> InterviewState:
@@ -109,12 +109,12 @@ def test_normalise_differential_merges_ranks_and_rescales() -> None:
 
 
 def test_rules_read_both_priority_orders() -> None:
-    paper = Rules.from_config(HistoryAgentConfig(priorities="paper"))
-    phys = Rules.from_config(HistoryAgentConfig(priorities="physician"))
+    paper = Rules.from_config(history_agent_config(priorities="paper"))
+    phys = Rules.from_config(history_agent_config(priorities="physician"))
     pr = load_priorities()
     assert list(paper.order) == pr.priority_order and list(phys.order) == pr.empirical_order
     assert paper.order != phys.order and sum(paper.weights.values()) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="priorities"):
-        Rules.from_config(HistoryAgentConfig(priorities="nope"))
+        Rules.from_config(history_agent_config(priorities="nope"))
     with pytest.raises(ValueError, match="unknown slot"):
-        Rules.from_config(HistoryAgentConfig(triage_slots=["symptom", "mood"]))
+        Rules.from_config(history_agent_config(triage_slots=["symptom", "mood"]))

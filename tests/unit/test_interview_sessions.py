@@ -11,10 +11,11 @@ import pytest
 
 from actors.interview_sessions import InterviewSessions, SessionConflict, SessionLimitReached, SessionNotFound
 from medagent.api import InterviewAnswerRequest, InterviewSessionResponse
-from medagent.config import HistoryAgentConfig, InterviewSessionsConfig, LLMConfig
+from medagent.config import InterviewSessionsConfig, LLMConfig
 from medagent.history import HistoryTakingAgent
 from medagent.history.agent.state import InterviewState
 from medagent.llm.base import LLMError
+from tests.configs import history_agent_config
 from tests.fakes import ScriptedChatModel
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever
 
@@ -31,7 +32,7 @@ def make(
     *, max_turns: int = 3, ttl_s: float = 60.0, max_sessions: int = 2, model: Any = None
 ) -> tuple[InterviewSessions, Clock, FakeRetriever]:
     cfg = InterviewSessionsConfig(
-        enabled=True, agent=HistoryAgentConfig(max_turns=max_turns), ttl_s=ttl_s, max_sessions=max_sessions
+        enabled=True, agent=history_agent_config(max_turns=max_turns), ttl_s=ttl_s, max_sessions=max_sessions
     )
     retriever, clock = FakeRetriever(), Clock()
     agent = HistoryTakingAgent(model or FakeClinician().model, cfg.agent, retriever, BagOfWordsEmbedder())
@@ -151,7 +152,7 @@ def test_an_endpoint_failure_keeps_the_state_so_the_answer_can_be_resent() -> No
 
 
 def test_config_is_checked() -> None:
-    bad = InterviewSessionsConfig(agent=HistoryAgentConfig(mode="single_shot"))
+    bad = InterviewSessionsConfig(agent=history_agent_config(mode="single_shot"))
     with pytest.raises(ValueError, match="amq"):
         InterviewSessions(asdict(bad), asdict(LLMConfig()), agent=object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="ttl_s"):

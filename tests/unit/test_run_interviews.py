@@ -15,7 +15,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from medagent.config import HistoryAgentConfig, InterviewEvalConfig, InterviewRunConfig, ServeConfig
+from medagent.config import InterviewEvalConfig, InterviewRunConfig, ServeConfig
 from medagent.history import build_history_agent
 from medagent.history.evaluation.report import (
     RunRecords,
@@ -30,6 +30,7 @@ from medagent.history.evaluation.report import (
 from medagent.history.evaluation.runner import evaluate_interview
 from medagent.interview.transcripts import parse_transcript
 from medagent.llm.base import LLMError
+from tests.configs import history_agent_config
 from tests.fakes import ScriptedChatModel, completion
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever
 
@@ -79,7 +80,7 @@ def _evaluator(body: dict[str, Any]) -> dict[str, Any]:
 
 def _row(mode: str, iv_id: str) -> dict[str, Any]:
     agent = build_history_agent(
-        HistoryAgentConfig(mode=mode, max_turns=3),
+        history_agent_config(mode=mode, max_turns=3),
         FakeClinician().model,
         FakeRetriever(),
         BagOfWordsEmbedder(),
@@ -108,10 +109,10 @@ def test_worker_records_an_endpoint_failure_as_the_rows_error(caplog: pytest.Log
         async def run(self, *_: Any, **__: Any) -> Any:
             raise LLMError("endpoint down")
 
-        cfg = HistoryAgentConfig()
+        cfg = history_agent_config()
 
     worker = InterviewWorker.__new__(InterviewWorker)  # no Ray: the clients are set by hand
-    worker.agent_cfg, worker.eval_cfg = HistoryAgentConfig(), InterviewEvalConfig()
+    worker.agent_cfg, worker.eval_cfg = history_agent_config(), InterviewEvalConfig()
     worker.llm, worker.embedder, worker.agent = ScriptedChatModel(_evaluator), BagOfWordsEmbedder(), Down()  # type: ignore[assignment]
     worker._sem = asyncio.Semaphore(1)
     worker.gold, worker.canonical = {}, None
@@ -144,7 +145,7 @@ def test_worker_scores_the_differential_against_meditod_gold(
 
     worker = InterviewWorker.__new__(InterviewWorker)
     worker.agent_cfg, worker.eval_cfg = (
-        HistoryAgentConfig(mode="amq", max_turns=3),
+        history_agent_config(mode="amq", max_turns=3),
         InterviewEvalConfig(simulator_exchanges=2),
     )
     worker.llm, worker.embedder = ScriptedChatModel(_evaluator), BagOfWordsEmbedder()
@@ -238,3 +239,45 @@ def test_interview_row_reads_and_writes_the_run_dir_keys() -> None:
         assert InterviewRow.from_dict(d).to_dict() == d
     assert InterviewRow.from_dict(scored).scored and not InterviewRow.from_dict(skipped).scored
     assert InterviewRow.from_dict(error).outcome() == "LLMError: x"
+
+
+def _flat_history_agent(agent: dict[str, Any]) -> dict[str, Any]:
+    """The agent section as interview run dirs made before its groups recorded it (former key names)."""
+    from medagent.config.legacy import HISTORY_AGENT_MOVES
+
+    groups = {new.split(".")[0] for new in HISTORY_AGENT_MOVES.values()}
+    flat = {k: v for k, v in agent.items() if k not in groups}
+    for key, new in HISTORY_AGENT_MOVES.items():
+        group, leaf = new.split(".")
+        flat[key] = agent[group][leaf]
+    return flat
+
+
+def test_interview_run_dirs_with_the_flat_agent_keys_still_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import asdict
+
+    import pipelines.run_interviews as ri
+    from medagent.config.legacy import upgrade_history_config
+    from medagent.interview.sources import InterviewSet
+    from medagent.run import ConfigDriftError, RunDir
+
+    interviews = [parse_transcript(TEXT, "T1")]
+    monkeypatch.setattr(ri, "load_interviews", lambda *a, **k: InterviewSet("t", interviews, []))
+    monkeypatch.setattr(ri, "_interview_with_ray", lambda *a: None)  # nothing left to run: T1 is done
+    monkeypatch.setattr(ri, "report", lambda *a: {"resumed": True})
+    cfg = InterviewRunConfig(run_dir=str(tmp_path / "run"), agent=history_agent_config(max_turns=3))
+    rd = RunDir.create(cfg.run_dir, str(tmp_path), "x")
+    rd.append_records(rd.interviews, [_row("amq", "T1")], key="interview_id")
+    assert ri.run(cfg) == {"resumed": True}
+    manifest = rd.read_json(rd.manifest)
+    nested = manifest["config"]["agent"]
+    manifest["config"]["agent"] = _flat_history_agent(nested)
+    assert manifest["config"]["agent"]["similarity_threshold"] == 0.75  # a former key
+    assert upgrade_history_config(manifest["config"]) == json.loads(json.dumps(asdict(cfg), default=str))
+    rd.write_json(rd.manifest, manifest)
+    assert ri.run(cfg) == {"resumed": True}  # resumed: the old keys were read into the groups
+    cfg.agent.generation.max_tokens_summary = 64
+    with pytest.raises(ConfigDriftError, match=r"agent\.generation\.max_tokens_summary: 384 -> 64"):
+        ri.run(cfg)

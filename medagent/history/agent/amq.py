@@ -170,7 +170,7 @@ class HistoryTakingAgent:
         self.cfg = cfg
         self.retriever = retriever
         self.rules = Rules.from_config(cfg)
-        self.checker = RedundancyChecker(embedder, cfg.similarity_threshold)
+        self.checker = RedundancyChecker(embedder, cfg.redundancy.similarity_threshold)
         self.policy = QuestionPolicy(llm, self.rules, self.checker)
 
     # ------------------------------------------------------------------------------------- step API
@@ -316,5 +316,5 @@ register_history_mode(
     HistoryTakingAgent,
     asks_questions=True,
     tracks_red_flags=True,
-    retrieval=lambda cfg: cfg.retrieval,
+    retrieval=lambda cfg: cfg.retrieval.enabled,
 )

@@ -99,13 +99,13 @@ async def summarise(
         messages,
         SummaryReply,
         prompt="clinical_summary",
-        json_schema_ok=cfg.json_schema,
+        json_schema_ok=cfg.generation.json_schema,
         tag=tag,
         usage=log,
-        max_tokens=cfg.max_tokens_summary,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        max_retries=cfg.max_retries,
+        max_tokens=cfg.generation.max_tokens_summary,
+        temperature=cfg.generation.temperature,
+        top_p=cfg.generation.top_p,
+        max_retries=cfg.generation.max_retries,
     )
     return (reply.value.summary if reply.value else None), reply.errors
 
@@ -130,10 +130,10 @@ async def retrieve_passages(retriever: Retriever, summary: str, cfg: HistoryAgen
     """Parent–child guideline retrieval for the summary: children matched, parents returned, hybrid fusion."""
     return await retriever.retrieve(
         summary,
-        cfg.retrieval_top_k,
-        sources=cfg.retrieval_sources,
-        mode=cfg.retrieval_mode,
-        return_parents=cfg.return_parents,
+        cfg.retrieval.top_k,
+        sources=cfg.retrieval.sources,
+        mode=cfg.retrieval.mode,
+        return_parents=cfg.retrieval.return_parents,
     )
 
 
@@ -207,22 +207,27 @@ async def assess(
         summary=summary,
         findings=findings,
         passages=[
-            {"id": d.id, "title": d.title, "source": d.source, "content": d.content[: cfg.max_passage_chars]}
+            {
+                "id": d.id,
+                "title": d.title,
+                "source": d.source,
+                "content": d.content[: cfg.retrieval.max_passage_chars],
+            }
             for d in passages
         ],
     )
     reply = await ask(
         llm,
         messages,
-        assessment_model(tuple(ids), cfg.max_hypotheses),
+        assessment_model(tuple(ids), cfg.generation.max_hypotheses),
         prompt="history_assessment",
-        json_schema_ok=cfg.json_schema,
+        json_schema_ok=cfg.generation.json_schema,
         tag="assessment",
         usage=log,
-        max_tokens=cfg.max_tokens_assessment,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        max_retries=cfg.max_retries,
+        max_tokens=cfg.generation.max_tokens_assessment,
+        temperature=cfg.generation.temperature,
+        top_p=cfg.generation.top_p,
+        max_retries=cfg.generation.max_retries,
     )
     errors = reply.errors
     cite_errors: list[str] = []

@@ -2,7 +2,7 @@
 
 Splits the Fareez RES transcripts (``split_ids``), annotates the training side with the lexicon annotator
 and writes ``InformationTable`` JSON (default: the packaged ``conf/interview/information_res.json`` that
-``agent.information_file: null`` reads). A separate module from ``information`` so that ``python -m``
+``agent.questioning.information_file: null`` reads). A separate module from ``information`` so that ``python -m``
 does not run a module the package has already imported. About 3 s on the 159 training transcripts.
 """
 

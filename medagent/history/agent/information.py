@@ -164,7 +164,7 @@ def check_disjoint(table: InformationTable, evaluated: Iterable[str]) -> None:
 def uses_training_split(agent: Any) -> bool:
     """Whether a ``HistoryAgentConfig`` reads anything learned from the training split."""
     asks = history_mode(agent.mode).asks_questions  # only an agent that picks its questions has a slot order
-    return asks and (agent.policy == "information" or agent.priorities == "physician")
+    return asks and (agent.questioning.policy == "information" or agent.questioning.priorities == "physician")
 
 
 def split_record(agent: Any, evaluated: Iterable[str]) -> tuple[dict[str, Any], Path] | None:
@@ -178,7 +178,7 @@ def split_record(agent: Any, evaluated: Iterable[str]) -> tuple[dict[str, Any], 
     """
     if not uses_training_split(agent):
         return None
-    path = table_path(agent.information_file)
+    path = table_path(agent.questioning.information_file)
     table = load_table(path)
     ids = sorted(set(evaluated))
     check_disjoint(table, ids)

@@ -4,9 +4,9 @@ Callers ask a mode's capabilities instead of comparing mode names, so a new mode
 
 - ``asks_questions``: it interviews turn by turn through the step API (``start`` / ``step`` / ``observe`` /
   ``finish``), so an HTTP session can drive it, its turns are questions asked, and its slot order
-  (``policy``, ``priorities``) matters;
+  (``questioning.policy``, ``questioning.priorities``) matters;
 - ``tracks_red_flags``: it keeps red-flag state, so red-flag recall applies to it;
-- ``reads_context``: what it reads is chosen by ``agent.context`` (``opening``, ``full``,
+- ``reads_context``: what it reads is chosen by ``agent.single_shot.context`` (``opening``, ``full``,
   ``transcript_run``) instead of being asked;
 - ``retrieval``: whether it grounds its assessment in guideline retrieval, as a function of its config
   (the pipelines deploy the retriever for it).

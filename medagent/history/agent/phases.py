@@ -67,19 +67,21 @@ class Rules:
         Raises:
             ValueError: Unknown ``priorities`` choice, slot name or category in the config.
         """
-        if cfg.slots_per_pass is not None and cfg.slots_per_pass < 1:
-            raise ValueError(f"agent.slots_per_pass must be >= 1 or null, got {cfg.slots_per_pass}")
-        pr = load_priorities(cfg.priorities_file)
-        order = pr.priority_order if cfg.priorities == "paper" else pr.empirical_order
-        bad = [s for s in cfg.triage_slots if s not in SLOT_BY_NAME]
-        bad += [c for c in cfg.hypothesis_categories if c not in INQUIRY_CATEGORIES]
+        if cfg.questioning.slots_per_pass is not None and cfg.questioning.slots_per_pass < 1:
+            raise ValueError(
+                f"agent.questioning.slots_per_pass must be >= 1 or null, got {cfg.questioning.slots_per_pass}"
+            )
+        pr = load_priorities(cfg.questioning.priorities_file)
+        order = pr.priority_order if cfg.questioning.priorities == "paper" else pr.empirical_order
+        bad = [s for s in cfg.phases.triage_slots if s not in SLOT_BY_NAME]
+        bad += [c for c in cfg.phases.hypothesis_categories if c not in INQUIRY_CATEGORIES]
         if bad:
             raise ValueError(f"unknown slot or category names in the agent config: {bad}")
         info = None
-        if cfg.policy == "information":
+        if cfg.questioning.policy == "information":
             from medagent.history.agent.information import load_table  # only this policy reads the table
 
-            info = InformationModel(load_table(cfg.information_file))
+            info = InformationModel(load_table(cfg.questioning.information_file))
         return cls(order=tuple(order), weights=dict(pr.completeness_weights), cfg=cfg, information=info)
 
 
@@ -118,7 +120,7 @@ def _missing(state: InterviewState, rules: Rules) -> list[str]:
     return [
         s.name
         for s in SLOTS
-        if s.name not in state.slots and state.asks_of(s.name) < rules.cfg.max_asks_per_slot
+        if s.name not in state.slots and state.asks_of(s.name) < rules.cfg.redundancy.max_asks_per_slot
     ]
 
 
@@ -133,7 +135,7 @@ def eligible_slots(state: InterviewState, rules: Rules) -> list[str]:
     A slot is missing when it has no value and has been asked fewer than ``max_asks_per_slot`` times.
     """
     rank = {c: i for i, c in enumerate(rules.order)}
-    per_pass = rules.cfg.slots_per_pass
+    per_pass = rules.cfg.questioning.slots_per_pass
     index = {s.name: i for i, s in enumerate(SLOTS)}
     return sorted(
         _missing(state, rules),
@@ -142,18 +144,18 @@ def eligible_slots(state: InterviewState, rules: Rules) -> list[str]:
 
 
 def slot_values(state: InterviewState, rules: Rules, names: list[str]) -> dict[str, SlotValue]:
-    """``V(s)`` of ``medagent.history.agent.value`` for ``names`` (needs ``policy=information``)."""
+    """``V(s)`` of ``medagent.history.agent.value`` for ``names`` (needs ``questioning.policy=information``)."""
     if rules.information is None:
-        raise ValueError("slot values need agent.policy=information (its training table)")
+        raise ValueError("slot values need agent.questioning.policy=information (its training table)")
     cfg = rules.cfg
     return rules.information.slot_values(
         state,
         names,
         rules.weights,
-        w_gain=cfg.information_weight_gain,
-        w_iv=cfg.information_weight_iv,
-        w_h=cfg.information_weight_entropy,
-        prior_mix=cfg.information_prior_mix,
+        w_gain=cfg.questioning.information_weight_gain,
+        w_iv=cfg.questioning.information_weight_iv,
+        w_h=cfg.questioning.information_weight_entropy,
+        prior_mix=cfg.questioning.information_prior_mix,
     )
 
 
@@ -163,25 +165,25 @@ def ranked_slots(state: InterviewState, rules: Rules) -> list[str]:
     Sorting is stable, so equal values keep the priority order.
     """
     names = eligible_slots(state, rules)
-    if rules.cfg.policy != "information" or not names:
+    if rules.cfg.questioning.policy != "information" or not names:
         return names
     values = slot_values(state, rules, names)
-    per_pass = rules.cfg.slots_per_pass
+    per_pass = rules.cfg.questioning.slots_per_pass
     return sorted(names, key=lambda n: (slot_pass(n, per_pass), -values[n].value))
 
 
 def first_pass_done(state: InterviewState, rules: Rules) -> bool:
     """No slot of pass 0 is missing: every category has been asked (or answered unasked)."""
-    return not any(slot_pass(n, rules.cfg.slots_per_pass) == 0 for n in _missing(state, rules))
+    return not any(slot_pass(n, rules.cfg.questioning.slots_per_pass) == 0 for n in _missing(state, rules))
 
 
 def phase_slots_left(state: InterviewState, rules: Rules) -> bool:
     """Whether the current phase still has slots of its own to ask (what ends Triage / Hypothesis early)."""
     names = _missing(state, rules)
     if state.phase is Phase.TRIAGE:
-        return any(n in rules.cfg.triage_slots for n in names)
+        return any(n in rules.cfg.phases.triage_slots for n in names)
     if state.phase is Phase.HYPOTHESIS_FORMATION:
-        return any(SLOT_BY_NAME[n].category in rules.cfg.hypothesis_categories for n in names)
+        return any(SLOT_BY_NAME[n].category in rules.cfg.phases.hypothesis_categories for n in names)
     return bool(names)
 
 
@@ -195,23 +197,27 @@ def next_phase(state: InterviewState, rules: Rules) -> tuple[Phase, str] | None:
     c = completeness(state, rules.weights)
     h = entropy(state.differential)
     if state.phase is Phase.TRIAGE:
-        if c >= cfg.triage_to_hypothesis:
-            return Phase.HYPOTHESIS_FORMATION, f"C={c:.2f} >= {cfg.triage_to_hypothesis}"
+        if c >= cfg.phases.triage_to_hypothesis:
+            return Phase.HYPOTHESIS_FORMATION, f"C={c:.2f} >= {cfg.phases.triage_to_hypothesis}"
         if not phase_slots_left(state, rules):
             return Phase.HYPOTHESIS_FORMATION, "no triage slot left"
         return None
     if state.phase is Phase.HYPOTHESIS_FORMATION:
-        if state.differential and c >= cfg.hypothesis_to_deep_dive:
-            return Phase.DEEP_DIVE, f"C={c:.2f} >= {cfg.hypothesis_to_deep_dive}"
-        if state.differential and h <= cfg.entropy_deep_dive:
-            return Phase.DEEP_DIVE, f"entropy={h:.2f} <= {cfg.entropy_deep_dive}"
+        if state.differential and c >= cfg.phases.hypothesis_to_deep_dive:
+            return Phase.DEEP_DIVE, f"C={c:.2f} >= {cfg.phases.hypothesis_to_deep_dive}"
+        if state.differential and h <= cfg.phases.entropy_deep_dive:
+            return Phase.DEEP_DIVE, f"entropy={h:.2f} <= {cfg.phases.entropy_deep_dive}"
         if not phase_slots_left(state, rules):
             return Phase.DEEP_DIVE, "no hypothesis-formation slot left"
         return None
-    if c >= cfg.deep_dive_to_confirmation and first_pass_done(state, rules):
-        return Phase.CONFIRMATION, f"C={c:.2f} >= {cfg.deep_dive_to_confirmation}"
-    if state.differential and h <= cfg.entropy_confirmation and c >= cfg.hypothesis_to_deep_dive:
-        return Phase.CONFIRMATION, f"entropy={h:.2f} <= {cfg.entropy_confirmation}"
+    if c >= cfg.phases.deep_dive_to_confirmation and first_pass_done(state, rules):
+        return Phase.CONFIRMATION, f"C={c:.2f} >= {cfg.phases.deep_dive_to_confirmation}"
+    if (
+        state.differential
+        and h <= cfg.phases.entropy_confirmation
+        and c >= cfg.phases.hypothesis_to_deep_dive
+    ):
+        return Phase.CONFIRMATION, f"entropy={h:.2f} <= {cfg.phases.entropy_confirmation}"
     if not phase_slots_left(state, rules):
         return Phase.CONFIRMATION, "no slot left"
     return None
@@ -223,10 +229,10 @@ def finish_reason(state: InterviewState, rules: Rules) -> str | None:
     c = completeness(state, rules.weights)
     if state.turn >= cfg.max_turns:
         return f"turn budget ({cfg.max_turns}) spent"
-    if c >= cfg.completion_threshold:
-        return f"complete (C={c:.2f} >= {cfg.completion_threshold})"
-    if state.phase is Phase.CONFIRMATION and state.confirmation_asked >= cfg.confirmation_turns:
+    if c >= cfg.phases.completion_threshold:
+        return f"complete (C={c:.2f} >= {cfg.phases.completion_threshold})"
+    if state.phase is Phase.CONFIRMATION and state.confirmation_asked >= cfg.phases.confirmation_turns:
         return "confirmation done"
-    if state.route == "retrieve" and state.turn > 0 and c >= cfg.route_min_completeness:
+    if state.route == "retrieve" and state.turn > 0 and c >= cfg.phases.route_min_completeness:
         return f"router chose retrieval (C={c:.2f})"
     return None

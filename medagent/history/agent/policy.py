@@ -88,11 +88,11 @@ def choice_reason(state: InterviewState, rules: Rules, slot: str) -> str:
     """Why ``slot`` was the target, for the trace and the patient page."""
     if slot not in SLOT_BY_NAME:
         return "confirmation: the leading hypotheses and red flags"
-    if rules.cfg.policy == "information":
+    if rules.cfg.questioning.policy == "information":
         v = slot_values(state, rules, [slot])[slot]
         via = f" via {v.best}" if v.best else ""
         return f"V={v.value:.3f} = completeness {v.gain:.3f} + information {v.information:.3f}{via}"
-    return f"{rules.cfg.priorities} order, pass {slot_pass(slot, rules.cfg.slots_per_pass) + 1}"
+    return f"{rules.cfg.questioning.priorities} order, pass {slot_pass(slot, rules.cfg.questioning.slots_per_pass) + 1}"
 
 
 @dataclass
@@ -133,13 +133,13 @@ class QuestionPolicy:
             messages,
             QuestionReply,
             prompt="history_question",
-            json_schema_ok=self.cfg.json_schema,
+            json_schema_ok=self.cfg.generation.json_schema,
             tag=f"turn {state.turn} question ({slot})",
             usage=log,
-            max_tokens=self.cfg.max_tokens_question,
-            temperature=self.cfg.temperature,
-            top_p=self.cfg.top_p,
-            max_retries=self.cfg.max_retries,
+            max_tokens=self.cfg.generation.max_tokens_question,
+            temperature=self.cfg.generation.temperature,
+            top_p=self.cfg.generation.top_p,
+            max_retries=self.cfg.generation.max_retries,
         )
         if reply.value is None:
             return fallback_question(slot, state), slot
@@ -157,7 +157,7 @@ class QuestionPolicy:
         skip: set[str] = set()
         last_blocked: dict[str, BlockedQuestion] = {}
         refused: set[str] = set()
-        for _ in range(1 + self.cfg.max_replacements):
+        for _ in range(1 + self.cfg.redundancy.max_replacements):
             targets = candidate_slots(state, self.rules, skip)
             if not targets:
                 break

@@ -84,7 +84,9 @@ def update_model(red_flags: tuple[str, ...], max_facts: int, max_hypotheses: int
 
 def update_schema(cfg: HistoryAgentConfig) -> dict[str, Any]:
     """The ``response_format`` of the per-turn update."""
-    model = update_model(tuple(cfg.red_flags), cfg.max_facts_per_turn, cfg.max_hypotheses)
+    model = update_model(
+        tuple(cfg.red_flags), cfg.generation.max_facts_per_turn, cfg.generation.max_hypotheses
+    )
     return response_format("history_update", model)
 
 
@@ -122,7 +124,7 @@ def parse_update(obj: dict[str, Any], cfg: HistoryAgentConfig, patient_lines: Se
         hypotheses = [_item(Hypothesis, h) for h in raw_diff] if isinstance(raw_diff, list) else [None]
         if all(h is not None for h in hypotheses):
             items = [(h.diagnosis, h.probability, h.reason) for h in hypotheses if h is not None]
-            differential = normalise_differential(items, cfg.max_hypotheses)
+            differential = normalise_differential(items, cfg.generation.max_hypotheses)
         else:
             errors.append(
                 "update: differential is not a list of {diagnosis, probability}; kept the previous one"
@@ -197,7 +199,7 @@ async def preprocess(
         red_flag_definitions=cfg.red_flags,
         question=last.text if last else "",
         answer=(last.answer or "") if last else "",
-        max_hypotheses=cfg.max_hypotheses,
+        max_hypotheses=cfg.generation.max_hypotheses,
     )
     patient_lines = [q.answer for q in state.asked if q.answer]
     reply = await ask_with(
@@ -205,13 +207,13 @@ async def preprocess(
         messages,
         lambda text: parse_update(json_object(text), cfg, patient_lines),
         prompt="history_update",
-        fmt=update_schema(cfg) if cfg.json_schema else None,
+        fmt=update_schema(cfg) if cfg.generation.json_schema else None,
         tag=f"turn {state.turn} update",
         usage=log,
-        max_tokens=cfg.max_tokens_update,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        max_retries=cfg.max_retries,
+        max_tokens=cfg.generation.max_tokens_update,
+        temperature=cfg.generation.temperature,
+        top_p=cfg.generation.top_p,
+        max_retries=cfg.generation.max_retries,
     )
     update, errors = reply.value, reply.errors
     if update is None:

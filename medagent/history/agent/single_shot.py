@@ -43,11 +43,11 @@ class SingleShotBaseline:
             state = transition(state, Asked(AskedQuestion(0, self.cfg.opening_question, "symptom", "triage")))
             state = transition(state, Answered(await patient.answer(self.cfg.opening_question)))
             transcript = state.transcript()
-        if len(transcript) > self.cfg.max_transcript_chars:
+        if len(transcript) > self.cfg.single_shot.max_transcript_chars:
             log.errors.append(
-                f"transcript cut from {len(transcript)} to {self.cfg.max_transcript_chars} characters"
+                f"transcript cut from {len(transcript)} to {self.cfg.single_shot.max_transcript_chars} characters"
             )
-            transcript = transcript[: self.cfg.max_transcript_chars]
+            transcript = transcript[: self.cfg.single_shot.max_transcript_chars]
         summary, _ = await summarise(
             self.llm,
             self.cfg,

@@ -40,24 +40,24 @@ def arm_name(cfg: HistoryAgentConfig) -> str:
     """
     mode = history_mode(cfg.mode)
     if mode.reads_context:
-        return f"{mode.name}:{cfg.context}"
+        return f"{mode.name}:{cfg.single_shot.context}"
     name = mode.name
-    if cfg.policy == "information":
+    if cfg.questioning.policy == "information":
         name += ":information"
-    elif cfg.priorities != "paper":
-        name += f":{cfg.priorities}"
-    return name if cfg.retrieval else f"{name}:no_retrieval"
+    elif cfg.questioning.priorities != "paper":
+        name += f":{cfg.questioning.priorities}"
+    return name if cfg.retrieval.enabled else f"{name}:no_retrieval"
 
 
 def baseline_transcript(cfg: HistoryAgentConfig, seen: str, own_transcript: str | None) -> str | None:
-    """The transcript the single-shot agent summarises under ``cfg.context`` (None: ask the opening once).
+    """The transcript the single-shot agent summarises under ``cfg.single_shot.context`` (None: ask the opening once).
 
     Raises:
         ValueError: ``transcript_run`` without the amq transcript of this interview.
     """
-    if cfg.context == "opening":
+    if cfg.single_shot.context == "opening":
         return None
-    if cfg.context == "full":
+    if cfg.single_shot.context == "full":
         return seen
     if not own_transcript:  # context == transcript_run
         raise ValueError("context=transcript_run needs the amq run's transcript of this interview")
@@ -102,7 +102,7 @@ async def evaluate_interview(
         return replace(row, skipped="no usable closing statement")
     seen = visible_turns(interview, reference)
     simulator = PatientSimulator(llm, seen, cfg, embedder if cfg.simulator_exchanges is not None else None)
-    json_schema = agent.cfg.json_schema
+    json_schema = agent.cfg.generation.json_schema
     mode = history_mode(agent.cfg.mode)
     transcript = (
         baseline_transcript(agent.cfg, render_turns(seen), own_transcript) if mode.reads_context else None
