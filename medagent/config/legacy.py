@@ -1,12 +1,38 @@
-"""Reading configs recorded before the QA agent's settings were grouped (``agent.top_r`` ->
-``agent.retrieval.top_r``): run manifests store the config as JSON, and a resume check or a report compares
-them by dotted key, so an older run dir's flat keys are moved to where the schema keeps them now."""
+"""Reading configs recorded before the agents' settings were grouped (``agent.top_r`` ->
+``agent.retrieval.top_r``, ``agent.policy`` -> ``agent.questioning.policy``): run manifests store the config
+as JSON, and a resume check or a report compares them by dotted key, so an older run dir's flat keys are
+moved to where the schema keeps them now."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+
+def _grouped(section: Mapping[str, Any], moves: Mapping[str, str]) -> dict[str, Any]:
+    """``section`` with each key of ``moves`` put at its dotted path (other keys stay where they are)."""
+    nested: dict[str, Any] = {}
+    for key, value in section.items():
+        node = nested
+        *parents, leaf = moves.get(str(key), str(key)).split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return nested
+
+
+def _with_config(
+    manifest: Mapping[str, Any] | None, upgrade: Callable[[Mapping[str, Any]], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """A run manifest with its ``config`` upgraded by ``upgrade``; None stays None."""
+    if manifest is None:
+        return None
+    out = dict(manifest)
+    if isinstance(out.get("config"), Mapping):
+        out["config"] = upgrade(out["config"])
+    return out
+
 
 # Former ``agent.<key>`` -> its path under ``agent`` now (``AgentConfig``'s groups).
 AGENT_MOVES: dict[str, str] = {
@@ -50,25 +76,13 @@ def upgrade_config(config: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(agent, Mapping) or "constrained_answer" not in agent:
         # Grouped already, or not a QA run's config (the history-taking agent never had that key).
         return out
-    nested: dict[str, Any] = {}
-    for key, value in agent.items():
-        node = nested
-        *parents, leaf = AGENT_MOVES.get(str(key), str(key)).split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    out["agent"] = nested
+    out["agent"] = _grouped(agent, AGENT_MOVES)
     return out
 
 
 def upgrade_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A run manifest with its ``config`` upgraded (``upgrade_config``); None stays None."""
-    if manifest is None:
-        return None
-    out = dict(manifest)
-    if isinstance(out.get("config"), Mapping):
-        out["config"] = upgrade_config(out["config"])
-    return out
+    return _with_config(manifest, upgrade_config)
 
 
 # --- The history-taking agent (``HistoryAgentConfig``'s groups) ---------------------------------------------
@@ -140,23 +154,11 @@ def upgrade_history_config(config: Mapping[str, Any]) -> dict[str, Any]:
     ):
         # Grouped already (a group is a mapping; the former ``retrieval`` was a bool), or no agent section.
         return out
-    nested: dict[str, Any] = {}
-    for key, value in agent.items():
-        node = nested
-        *parents, leaf = HISTORY_AGENT_MOVES.get(str(key), str(key)).split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    out["agent"] = nested
+    out["agent"] = _grouped(agent, HISTORY_AGENT_MOVES)
     return out
 
 
 def upgrade_history_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """An interview run's manifest with its ``config`` upgraded (``upgrade_history_config``); None stays
     None."""
-    if manifest is None:
-        return None
-    out = dict(manifest)
-    if isinstance(out.get("config"), Mapping):
-        out["config"] = upgrade_history_config(out["config"])
-    return out
+    return _with_config(manifest, upgrade_history_config)
