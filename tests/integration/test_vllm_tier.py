@@ -197,9 +197,13 @@ def test_run_interviews_over_vllm(
     # full, and a retry pays it twice: with two turns and one retry this was the suite's slowest test (~450 s
     # on 2 quiet cores, close to pytest's 900 s on a slower CI machine). Retries and longer interviews have
     # unit tests.
-    amq = replace(amq, max_turns=1, max_retries=0, max_tokens_update=128, max_tokens_question=48,
-                  max_tokens_summary=96, max_tokens_assessment=160, retrieval_mode="dense",
-                  return_parents=False)  # fmt: skip
+    amq = replace(
+        amq,
+        max_turns=1,
+        generation=replace(amq.generation, max_retries=0, max_tokens_update=128, max_tokens_question=48,
+                           max_tokens_summary=96, max_tokens_assessment=160),
+        retrieval=replace(amq.retrieval, mode="dense", return_parents=False),
+    )  # fmt: skip
     cfg = InterviewRunConfig(
         interviews=InterviewsConfig(name="one_res", source="fareez", prefix="RES", ids=["RES0094"]),
         agent=amq,
