@@ -6,11 +6,7 @@ fields that make it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from medagent.network.analysis import NetworkAnalysisConfig
-
+from medagent.network.config import NetworkAnalysisConfig
 
 N_T_WORDS = {
     "all_pairs": "|F|*|D| (all pairs, also never co-occurring)",

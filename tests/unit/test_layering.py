@@ -71,6 +71,43 @@ def test_history_imports_neither_network_analysis_nor_qa_agent() -> None:
     assert offenders == []
 
 
+def _module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The ``medagent`` modules a file imports (``from a.b import c`` names module ``a.b.c`` when it is one),
+    type-only imports included: a cycle through ``TYPE_CHECKING`` still ties the two modules together."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update(
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                for a in node.names
+            )
+    return found & modules
+
+
+def test_no_import_cycle_between_medagent_modules() -> None:
+    files = {
+        ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (REPO / "medagent").rglob("*.py")
+    }
+    edges = {m: _module_imports(p, set(files)) - {m} for m, p in files.items()}
+
+    def reaches(a: str, b: str) -> bool:
+        seen, todo = {a}, [a]
+        while todo:
+            for nxt in edges[todo.pop()]:
+                if nxt == b:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+
+    cycles = sorted((a, b) for a in edges for b in edges[a] if a < b and reaches(b, a))
+    assert cycles == []
+
+
 def test_no_import_cycle_between_medagent_packages() -> None:
     edges: dict[str, set[str]] = {}
     for p in (REPO / "medagent").rglob("*.py"):

@@ -33,7 +33,7 @@ from medagent.interview.transcripts import Interview
 from medagent.interview.types import Turn
 
 if TYPE_CHECKING:
-    from medagent.history.evaluation.metrics import InterviewRecord
+    from medagent.history.evaluation.record import InterviewRecord
     from medagent.interview.annotate.lexicon import LexiconAnnotator
 
 

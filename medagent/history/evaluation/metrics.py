@@ -29,7 +29,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from medagent.config import InterviewEvalConfig
@@ -37,6 +36,7 @@ from medagent.history.agent.amq import InterviewResult
 from medagent.history.agent.modes import history_mode
 from medagent.history.agent.redundancy import TextEmbedder, redundant_share
 from medagent.history.evaluation import fidelity
+from medagent.history.evaluation.record import InterviewRecord
 from medagent.history.evaluation.row import InterviewRow
 from medagent.history.simulation.reference import Reference, quote_supports, red_flags_model, render_turns
 from medagent.history.simulation.simulator import fidelity_shares
@@ -209,41 +209,6 @@ def add_physician_hits(
             r.differential_hit = differential_hit(r.differential, dx, canonical)
             n += 1
     return n
-
-
-@dataclass
-class InterviewRecord:
-    """The metrics of one interview (None = not applicable, left out of the aggregate)."""
-
-    interview_id: str
-    source: str
-    mode: str
-    prediction: str
-    reference: str
-    reference_usable: bool
-    valid: bool
-    n_turns: int
-    asked: int
-    blocked: int
-    blocked_rate: float
-    redundant_rate: float
-    finish_reason: str
-    red_flags_agent: list[str] = field(default_factory=list)
-    red_flags_reference: list[str] | None = None
-    red_flag_recall: float | None = None
-    differential: list[str] = field(default_factory=list)
-    gold_diagnoses: list[str] | None = None
-    differential_hit: bool | None = None
-    rouge_l: float | None = None
-    bertscore_f1: float | None = None
-    fidelity: dict[str, float] = field(default_factory=dict)
-    n_judged: int = 0
-    error: str | None = None
-    repeat_rate_lexical: float | None = None
-    fidelity_lexical: dict[str, int] | None = None  # medagent.history.evaluation.fidelity's counts
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def interview_record(

@@ -1,0 +1,42 @@
+"""The metrics of one evaluated interview, as ``metrics`` computes them and ``fidelity``, ``paired`` and the
+report read them (its own module, so the readers need not import the metrics that fill it)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class InterviewRecord:
+    """The metrics of one interview (None = not applicable, left out of the aggregate)."""
+
+    interview_id: str
+    source: str
+    mode: str
+    prediction: str
+    reference: str
+    reference_usable: bool
+    valid: bool
+    n_turns: int
+    asked: int
+    blocked: int
+    blocked_rate: float
+    redundant_rate: float
+    finish_reason: str
+    red_flags_agent: list[str] = field(default_factory=list)
+    red_flags_reference: list[str] | None = None
+    red_flag_recall: float | None = None
+    differential: list[str] = field(default_factory=list)
+    gold_diagnoses: list[str] | None = None
+    differential_hit: bool | None = None
+    rouge_l: float | None = None
+    bertscore_f1: float | None = None
+    fidelity: dict[str, float] = field(default_factory=dict)
+    n_judged: int = 0
+    error: str | None = None
+    repeat_rate_lexical: float | None = None
+    fidelity_lexical: dict[str, int] | None = None  # medagent.history.evaluation.fidelity's counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
