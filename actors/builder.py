@@ -76,6 +76,8 @@ def ray_init_kwargs(cluster: ClusterConfig) -> dict[str, Any]:
         kwargs["address"] = "local"
         if cluster.ray.num_cpus:
             kwargs["num_cpus"] = cluster.ray.num_cpus
+        if cluster.ray.num_gpus is not None:
+            kwargs["num_gpus"] = cluster.ray.num_gpus
     if cluster.ray.metrics_export_port and not cluster.ray.address:
         # Only a new local cluster takes it; nodes of a running cluster got theirs from `ray start`.
         kwargs["_metrics_export_port"] = cluster.ray.metrics_export_port

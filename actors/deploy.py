@@ -22,6 +22,7 @@ from medagent.config import (
     InterviewRunConfig,
     InterviewSessionsConfig,
     LLMConfig,
+    OpenScoringConfig,
     RerankerConfig,
     RetrieverConfig,
     RunConfig,
@@ -45,6 +46,7 @@ class Needs:
             backend allows (``LLMBackend.ingress_forwards``).
         sessions: Interview sessions a person answers as the patient (``pipelines.serve``).
         app_name: The main application's name.
+        scoring: Open-ended scoring whose models run in a Ray actor (``actors.scoring``); None: none.
     """
 
     llm: LLMConfig
@@ -56,6 +58,7 @@ class Needs:
     ingress: bool = False
     sessions: InterviewSessionsConfig | None = None
     app_name: str = APP
+    scoring: OpenScoringConfig | None = None
 
     @property
     def llm_app(self) -> bool:
@@ -67,14 +70,15 @@ def needs_for_benchmark(cfg: RunConfig) -> Needs:
     """A benchmark run: the LLM, plus the retriever, reranker and index when the agent searches."""
     from medagent.agent import needs_retrieval
 
+    scoring = cfg.open_scoring if cfg.agent.open_ended and cfg.open_scoring.num_gpus > 0 else None
     if not needs_retrieval(cfg.agent):
-        return Needs(cfg.llm, cfg.cluster)
+        return Needs(cfg.llm, cfg.cluster, scoring=scoring)
     hint = (
         f"agent mode {cfg.agent.mode!r} searches, but index_dir={cfg.index_dir} holds no finished index "
         "(manifest.json). Build one with `make index` (the full CPU index, ~45 min), `make demo-index` (a small "
         "one in outputs/index/demo-500, about 3 minutes; then pass index_dir=) or `python -m pipelines.index_corpus`."
     )
-    return Needs(cfg.llm, cfg.cluster, cfg.retriever, cfg.reranker, cfg.index_dir, hint)
+    return Needs(cfg.llm, cfg.cluster, cfg.retriever, cfg.reranker, cfg.index_dir, hint, scoring=scoring)
 
 
 def needs_for_interviews(cfg: InterviewRunConfig) -> Needs:

@@ -56,6 +56,9 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
         "max_model_len": llm.max_model_len,
         **llm.engine_kwargs,
     }
+    if cluster.llm.gpu_memory_utilization is not None:
+        # The cluster sets the LLM's share of each GPU: the rest holds the deployments placed beside it.
+        engine_kwargs["gpu_memory_utilization"] = cluster.llm.gpu_memory_utilization
     if llm.tool_call_parser:
         # Native tool calls (Qwen2.5 uses the hermes format) instead of JSON in the text.
         engine_kwargs.setdefault("enable_auto_tool_choice", True)
@@ -69,6 +72,12 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
     }
     if cluster.llm.accelerator_type:
         extra["accelerator_type"] = cluster.llm.accelerator_type
+    worker_gpus = float((cluster.llm.bundle or {}).get("GPU", 1.0))
+    if 0 < worker_gpus < 1:
+        # A TP worker asks for a whole GPU unless told (vLLM's VLLM_RAY_PER_WORKER_GPUS): with a fractional
+        # bundle it asks for that fraction, and the rest of each GPU stays free for the retriever, reranker
+        # and scoring actors (conf/cluster/paper_node_*.yaml).
+        extra["runtime_env"] = {"env_vars": {"VLLM_RAY_PER_WORKER_GPUS": str(worker_gpus)}}
     return dict(
         **extra,
         model_loading_config={

@@ -14,6 +14,7 @@ from hydra.core.config_store import ConfigStore
 from actors.apps import ServeApp
 from actors.builder import ray_init_kwargs
 from actors.deploy import Needs, check_index, endpoints, serving_apps
+from actors.placement import check_placement
 from medagent.config import ClusterConfig, LLMConfig, OpenScoringConfig, RunConfig, ServeConfig
 from medagent.llm.endpoints import Endpoints
 
@@ -243,6 +244,7 @@ def deploy(needs: Needs) -> Endpoints:
     and the main one (ingress, reranker), which reach each other by handle; workers call them by handle too.
     """
     check_index(needs)
+    check_placement(needs)
     if needs.llm_app:
         run_llm_app(needs.llm, needs.cluster)
     apps = serving_apps(needs)

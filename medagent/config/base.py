@@ -73,6 +73,11 @@ class LLMConfig:
     request_timeout_s: float = 600.0
     max_retries: int = 3
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    # Sizes for the placement check's memory arithmetic (``actors.placement.llm_gpu_memory``): the weights
+    # as served, in GB (bf16: 2 bytes per parameter), and the KV cache of one token over all layers
+    # (2 x layers x KV heads x head dim x dtype bytes). None: memory not checked.
+    weights_gb: float | None = None
+    kv_bytes_per_token: int | None = None
 
     def __post_init__(self) -> None:
         coerce_choices(self, "llm")
@@ -123,6 +128,9 @@ class RayInitConfig:
 
     address: str | None = None
     num_cpus: int | None = None
+    # Logical GPUs of a local cluster this process starts (None: Ray counts the machine's own). A simulated
+    # GPU node on a machine without GPUs: Ray places by these, the work itself runs on CPU.
+    num_gpus: int | None = None
     # Loopback-only local Ray (see ../shared/STACK.md); never on a multi-node cluster.
     loopback_only: bool = True
     include_dashboard: bool = False
@@ -202,6 +210,14 @@ class ClusterLLMConfig:
     bundle: dict[str, float] = field(default_factory=dict)
     resources: dict[str, float] = field(default_factory=dict)
     accelerator_type: str | None = None
+    # GPU memory of the LLM node's GPUs in GB (None: not checked), the share vLLM may take of each
+    # (vLLM's gpu_memory_utilization; None leaves the model's engine_kwargs or vLLM's 0.9), and what vLLM
+    # holds beside weights and KV cache (activations at its profiling batch, CUDA graphs, NCCL buffers).
+    # ``actors.placement`` refuses a model whose weights and one full-length sequence do not fit; the rest
+    # of each GPU, (1 - utilization) x memory, is what fractional-GPU deployments beside it may use.
+    gpu_memory_gb: float | None = None
+    gpu_memory_utilization: float | None = None
+    gpu_overhead_gb: float = 2.0
     # Leave the LLM application running when a pipeline that joined a cluster ends (the next pipeline
     # reuses it, ``pipelines.common.run_llm_app``) instead of shutting Serve down; a local cluster the
     # pipeline started always goes with it.
@@ -271,6 +287,9 @@ class ClusterConfig:
     # A simulated multi-node cluster on this machine (``pipelines/sim_cluster.py``): its nodes, head first;
     # empty on real clusters.
     sim_nodes: list[SimNodeConfig] = field(default_factory=list)
+    # Refuse a run that the joined cluster cannot place (``actors.placement``) instead of letting Ray wait
+    # forever; off where an autoscaler starts the missing nodes on demand.
+    placement_check: bool = True
 
 
 def to_dataclass(cls: type, data: Any) -> Any:
