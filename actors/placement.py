@@ -206,7 +206,7 @@ def _place_one(demand: Demand, free: list[NodeCapacity]) -> str | None:
             if why is None:
                 node.resources, node.gpus = trial.resources, trial.gpus
                 return None
-            reasons.append(f"{node.name} {why}")
+            reasons.append(f"{node.name} {_short_in_total(demand, node) or why}")
         return _unplaced(demand, reasons)
     for b in demand.bundles:
         placed = False
@@ -221,8 +221,20 @@ def _place_one(demand: Demand, free: list[NodeCapacity]) -> str | None:
     return None
 
 
+def _short_in_total(demand: Demand, node: NodeCapacity) -> str | None:
+    """What ``node`` lacks for all of ``demand``'s bundles together (None: enough in total, but spread
+    over its GPUs so that the bundles do not fit)."""
+    total: dict[str, float] = {}
+    for b in demand.bundles:
+        for k, v in b.items():
+            total[k] = total.get(k, 0.0) + v
+    have = {**node.resources, GPU: sum(node.gpus)}
+    short = [f"{k} {v:g} (has {have.get(k, 0.0):g})" for k, v in total.items() if have.get(k, 0.0) + _EPS < v]
+    return "lacks " + "; ".join(short) if short else None
+
+
 def _fmt(bundle: Mapping[str, float]) -> str:
-    shown = {k: (f"{v / _GIB:g} GiB" if k == "memory" else f"{v:g}") for k, v in bundle.items()}
+    shown = {k: (f"{v / _GIB:.1f} GiB" if k == "memory" else f"{v:g}") for k, v in bundle.items()}
     return "{" + ", ".join(f"{k}: {v}" for k, v in shown.items()) + "}"
 
 
@@ -310,6 +322,19 @@ def placement_problems(needs: Any, nodes: Sequence[NodeCapacity]) -> list[str]:
     problems = place(run_demands(needs), nodes)
     memory = memory_shortfall(needs.llm, needs.cluster)
     return problems + ([memory] if memory else [])
+
+
+def describe(needs: Any) -> str:
+    """What a run asks the cluster for, one line per demand (``pipelines.check_placement`` prints it)."""
+    lines = [f"{d.name}: {' + '.join(_fmt(b) for b in d.bundles)}" for d in run_demands(needs)]
+    m = llm_gpu_memory(needs.llm, needs.cluster)
+    if m is not None:
+        lines.append(
+            f"LLM memory per GPU: {m.weights_gb:.1f} GB weights + {m.overhead_gb:g} GB overhead of {m.budget_gb:.1f} GB "
+            f"leave {m.kv_room_gb:.1f} GB KV cache (one {needs.llm.max_model_len}-token sequence: "
+            f"{m.kv_full_context_gb:.1f} GB)"
+        )
+    return "\n".join(lines)
 
 
 def cluster_nodes() -> list[NodeCapacity]:

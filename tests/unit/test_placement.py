@@ -68,7 +68,7 @@ def test_paper_node_80gb_holds_bf16_with_the_papers_scoring_models() -> None:
     assert placement_problems(_needs(cfg, scoring=True), [_node()]) == []
     whole = replace(cfg.open_scoring, num_gpus=1.0)
     [problem] = placement_problems(replace(_needs(cfg, scoring=True), scoring=whole), [_node()])
-    assert problem.startswith("open-ended scoring actor needs {CPU: 2, GPU: 1, memory: 48 GiB}")
+    assert problem.startswith("open-ended scoring actor needs {CPU: 2, GPU: 1, memory: 48.0 GiB}")
     assert "free per GPU: 0.45, 0.45, 0.45, 0.45" in problem
 
 
@@ -78,7 +78,7 @@ def test_tp4_on_single_gpu_is_refused_naming_the_gpus() -> None:
     assert len(problems) == 1
     assert problems[0].startswith(
         "LLM replica 1 (qwen2.5-72b-instruct: TP 4 x PP 1) needs {GPU: 1, CPU: 1} + {GPU: 1} + {GPU: 1} + "
-        "{GPU: 1} on one node: node1 lacks GPU 1 (free per GPU: 0)"
+        "{GPU: 1} on one node: node1 lacks GPU 4 (has 1)"
     )
 
 
@@ -97,7 +97,7 @@ def test_whole_gpu_tp_workers_leave_no_share_for_a_fractional_reranker() -> None
 def test_custom_resources_no_node_advertises_are_named() -> None:
     cfg = _run("cluster=multi_gpu", "llm=qwen2.5-72b-instruct")
     problems = placement_problems(_needs(cfg), [_node()])
-    assert any("lacks llm_node 0.01 (has 0)" in p for p in problems)
+    assert any("lacks llm_node 0.04 (has 0)" in p for p in problems)
     assert any(p.startswith("Reranker replica 1") and "retrieval_node 0.01 (has 0)" in p for p in problems)
 
 
