@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from medagent.agent.provenance import RETRIEVED
 from medagent.agent.toolcalls import Call
 from medagent.agent.trace import Counts, preview
 from medagent.llm.base import ChatResponse
@@ -95,6 +96,9 @@ class ToolStep(Step):
         return [{"role": "tool", "tool_call_id": self.call.id, "content": self.content}]
 
     def record(self) -> dict[str, Any]:
+        # A search's documents (medagent.agent.provenance) are kept whole: the preview would cut the list.
+        summary = dict(self.summary)
+        retrieved = summary.pop(RETRIEVED, None)
         return {
             "kind": "tool",
             "tool": self.call.name,
@@ -104,7 +108,8 @@ class ToolStep(Step):
             # Whether the tool itself ran: refused calls (bad JSON, repeats, unknown tools, over the per-reply
             # limit) are traced too, and Fig. 2 counts them apart from the executed ones.
             "executed": self.executed,
-            "result": preview(self.summary or self.content),
+            "result": preview(summary or self.content),
+            **({RETRIEVED: retrieved} if retrieved is not None else {}),
             "latency_s": round(self.latency_s, 4),
             **self.usage,
         }

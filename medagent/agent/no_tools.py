@@ -16,7 +16,8 @@ from medagent.agent.memory import MemoryBank
 from medagent.agent.qa import read_answer
 from medagent.agent.render import documents_block
 from medagent.agent.services import AgentDeps, Reranker, Retriever
-from medagent.agent.tools import search_docs
+from medagent.agent.provenance import RETRIEVED, search_records
+from medagent.agent.tools import search_stages
 from medagent.agent.trace import preview
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel
@@ -53,16 +54,18 @@ class NoToolsAgent:
         open_ended = self.cfg.open_ended or not question.options
         options = None if open_ended else question.options
         before = rec.snapshot()
-        docs = await search_docs(
+        first, docs = await search_stages(
             self.retriever, self.reranker, question.text, self.cfg.retrieval.no_tools_docs, self.cfg, rec
         )
         handles, _ = memory.enqueue(docs)
+        retrieved = search_records(first, docs, handles, {})
         shown = [(h, memory.doc(h)) for h in handles]
         for h, d in shown:
             memory.add_context(h, d.content[: self.cfg.loop.doc_max_chars])
         rec.add(
             Retrieval(
-                {"query": preview(question.text), "docs": [d.id for _, d in shown], **rec.delta(before)}
+                {"query": preview(question.text), "docs": [d.id for _, d in shown], RETRIEVED: retrieved,
+                 **rec.delta(before)}  # fmt: skip
             )
         )
         messages = self.prompt.render(

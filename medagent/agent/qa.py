@@ -20,6 +20,7 @@ from typing import Any
 from medagent.agent.answers import answer_schema, parse_choice, parse_json_object
 from medagent.agent.base import register_agent
 from medagent.agent.episode import Episode, FinalAnswer, MemorySnapshot, ModelTurn, Observation, ToolStep
+from medagent.agent.provenance import snapshot_fields
 from medagent.agent.memory import MemoryBank
 from medagent.agent.render import evidence_block
 from medagent.agent.services import AgentDeps, Reranker, Retriever
@@ -139,7 +140,7 @@ class QAAgent:
             answer, raw = await self._final(run, candidate, reason)
         finally:
             memory.finish()
-        run.add(MemorySnapshot(memory.summary()))
+        run.add(MemorySnapshot(snapshot_fields(memory.summary(), memory.judgements, run.trace())))
         return Prediction(
             id=question.id,
             benchmark=question.benchmark,

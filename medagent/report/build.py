@@ -14,6 +14,7 @@ from pathlib import Path
 
 from medagent.report import figures
 from medagent.report.gate import DEFAULT_THRESHOLDS, sweep_table
+from medagent.report.evidence import evidence_by_source, gold_in_retrieved
 from medagent.report.loader import Run, describe, labels, load_runs, select_cells
 from medagent.report.table import Table
 from medagent.report.tables import (
@@ -156,6 +157,8 @@ def build_report(
             flip_table(selected, opts.flip_baseline, opts.flip_treatment),
             gate,
             gate_curve,
+            evidence_by_source(selected),
+            gold_in_retrieved(selected),
         )
     }
     figs = {
@@ -212,6 +215,8 @@ def render(
     parts.append(tables["fig3_top_r"].to_markdown())
     parts.append("## Cost, latency and flips\n")
     parts += [tables[n].to_markdown() for n in ("cost_latency", "flips")]
+    parts.append("## Evidence by source\n")
+    parts += [tables[n].to_markdown() for n in ("evidence_by_source", "gold_in_retrieved")]
     parts.append("## Confidence gate: search only when it helps\n")
     parts.append(
         _figure_section("Accuracy vs cost per question", figs["gate_pareto"], out_dir, "no agent=gated run")

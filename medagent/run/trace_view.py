@@ -42,7 +42,20 @@ def format_step(step: dict[str, Any], width: int = 100) -> str:
     line = f"{head} {body}".rstrip() + (f"  [{', '.join(cost)}]" if cost else "")
     if result:
         line += "\n      -> " + _short(result, width - 9)
+    # A search's documents (medagent.agent.provenance; absent from older traces): handle, source:id, scores.
+    docs = step.get("retrieved_docs") or []
+    if docs:
+        shown = [
+            f"{d.get('handle') or '-'} {d.get('source')}:{d.get('id')} ({_score(d.get('first_stage_score'))}"
+            f" -> {_score(d.get('rerank_score'))})"
+            for d in docs
+        ]
+        line += "\n      docs: " + _short(", ".join(shown), width - 12)
     return line
+
+
+def _score(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.3g}"
 
 
 def format_example(question: Question, pred: Prediction, gold: Gold | None = None, width: int = 100) -> str:

@@ -14,7 +14,7 @@ from medagent.agent.tools import compare, locate, options, relevance, search  # 
 from medagent.agent.tools.answer import ANSWER_TOOL
 from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 from medagent.agent.tools.registry import TOOLS
-from medagent.agent.tools.search import search_docs
+from medagent.agent.tools.search import search_docs, search_stages
 from medagent.config import AgentConfig
 
 # The tools and memory kind of each QA mode when its config does not list them (the paper's ablations
@@ -124,6 +124,6 @@ async def run_tool(name: str, ctx: ToolContext, args: dict[str, Any]) -> ToolRes
 
 __all__ = [
     "ANSWER_TOOL", "MODE_DEFAULTS", "SPECS", "THOUGHT_CHARS", "TOOLS", "Tool", "ToolContext",
-    "ToolResult", "call_schema", "mode_tools", "run_tool", "search_docs", "searches", "tool_names",
+    "ToolResult", "call_schema", "mode_tools", "run_tool", "search_docs", "search_stages", "searches", "tool_names",
     "tool_schemas",
 ]  # fmt: skip

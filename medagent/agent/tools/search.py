@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from medagent.agent.episode import Episode
+from medagent.agent.provenance import RETRIEVED, search_records, seen_handles
 from medagent.agent.render import documents_block
 from medagent.agent.services import Doc, Reranker, Retriever
 from medagent.agent.toolargs import ToolError, text_arg
@@ -17,21 +18,29 @@ from medagent.config import AgentConfig
 QUERY_CHARS = 300
 
 
-async def search_docs(
+async def search_stages(
     retriever: Retriever, reranker: Reranker, query: str, top_r: int, cfg: AgentConfig, rec: Episode
-) -> list[Doc]:
-    """TopK per source, then the reranker's TopR; both calls are timed as retrieval."""
+) -> tuple[list[Doc], list[Doc]]:
+    """TopK per source, then the reranker's TopR: (the first stage's candidates, what the reranker kept);
+    both calls are timed as retrieval."""
     start = time.perf_counter()
     docs = await retriever.retrieve(
         query, cfg.retrieval.top_k, sources=cfg.retrieval.sources, mode=cfg.retrieval.mode
     )
     rec.retrieval(time.perf_counter() - start)
     if not docs:
-        return []
+        return [], []
     start = time.perf_counter()
     ranked = await reranker.rerank(query, docs, top_r)
     rec.retrieval(time.perf_counter() - start)
-    return ranked[:top_r]
+    return docs, ranked[:top_r]
+
+
+async def search_docs(
+    retriever: Retriever, reranker: Reranker, query: str, top_r: int, cfg: AgentConfig, rec: Episode
+) -> list[Doc]:
+    """The documents ``search_stages`` kept."""
+    return (await search_stages(retriever, reranker, query, top_r, cfg, rec))[1]
 
 
 class SearchArgs(BaseModel):
@@ -52,9 +61,16 @@ class EnableSearch(Tool):
         if query.casefold() in (s.casefold() for s in memory.searches):
             raise ToolError(ctx.say("search_repeated", query=repr(query)))
         memory.searches.append(query)
-        docs = await search_docs(ctx.retriever, ctx.reranker, query, cfg.retrieval.top_r, cfg, ctx.rec)
+        seen = seen_handles(ctx.rec.trace())
+        first, docs = await search_stages(ctx.retriever, ctx.reranker, query, cfg.retrieval.top_r, cfg, ctx.rec)
         handles, duplicates = memory.enqueue(docs)
-        summary = {"retrieved": len(docs), "new": handles, "duplicates": duplicates}
+        summary = {
+            "retrieved": len(docs),
+            "candidates": len(first),
+            "new": handles,
+            "duplicates": duplicates,
+            RETRIEVED: search_records(first, docs, handles, seen),
+        }
         if ctx.memory_kind == "context":
             # The ablation without the memory bank: the results go straight into the conversation.
             shown = [(h, memory.doc(h)) for h in handles]
