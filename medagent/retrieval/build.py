@@ -4,7 +4,8 @@
   chunk blocks (block k = chunks ``[k*S, (k+1)*S)``; shard k embeds block k), parent blocks and rejected
   records; it drops documents whose id was already seen (in any source).
 - ``ShardCollector`` receives embedded rows in any order and writes a shard once all its rows arrived.
-- ``build_source_index`` turns a source's shards into its FAISS (and BM25) index files.
+- ``build_source_index`` turns a source's shards into its FAISS (and BM25) index files; BM25 is built from
+  the chunk blocks on disk one block at a time (``medagent.retrieval.bm25``), never the corpus's text at once.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ import pyarrow.parquet as pq
 
 from medagent.retrieval.config import IndexConfig, IndexJobConfig
 from medagent.retrieval.embedders import embedder_identity
-from medagent.retrieval.index import build_bm25, build_dense_index, bytes_per_vector, save_faiss
+from medagent.retrieval.bm25 import build_bm25_streaming
+from medagent.retrieval.index import build_dense_index, bytes_per_vector, save_faiss
 from medagent.retrieval.layout import (
     MANIFEST_FORMAT,
     IndexLayout,
@@ -267,16 +269,9 @@ def build_source_index(
     }
     if cfg.bm25:
         t = time.perf_counter()
-        texts: list[str] = []
-        for block in layout.chunk_blocks(source):
-            table = pq.read_table(block, columns=["title", "content"])
-            texts.extend(
-                f"{a} {b}".strip()
-                for a, b in zip(*(table.column(c).to_pylist() for c in ("title", "content")), strict=True)
-            )
-        if len(texts) != n:
-            raise ValueError(f"{source}: {len(texts)} chunk texts but {n} vectors")
-        build_bm25(texts, layout.index_file(source, "bm25"))
+        docs = build_bm25_streaming(_block_texts(layout, source), layout.index_file(source, "bm25"))
+        if docs != n:
+            raise ValueError(f"{source}: {docs} chunk texts but {n} vectors")
         timings["bm25_s"] = time.perf_counter() - t
     entry["timings"] = timings
     files = [
@@ -289,6 +284,16 @@ def build_source_index(
     entry["index_files"] = {layout.rel(Path(p)): h for p, h in file_checksums(files).items()}
     entry["shard_files"] = {layout.rel(Path(p)): h for p, h in file_checksums(shards).items()}
     return entry
+
+
+def _block_texts(layout: IndexLayout, source: str) -> Iterator[list[str]]:
+    """The BM25 text of each chunk (title and content), one chunk block at a time, in vector order."""
+    for block in layout.chunk_blocks(source):
+        table = pq.read_table(block, columns=["title", "content"])
+        yield [
+            f"{a} {b}".strip()
+            for a, b in zip(*(table.column(c).to_pylist() for c in ("title", "content")), strict=True)
+        ]
 
 
 def build_indexes(
