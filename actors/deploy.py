@@ -115,6 +115,16 @@ def check_index(needs: Needs) -> None:
         return
     if not needs.index_dir or not (Path(needs.index_dir) / "manifest.json").exists():
         raise FileNotFoundError(needs.missing_index)
+    import json
+
+    built = json.loads((Path(needs.index_dir) / "manifest.json").read_text(encoding="utf-8"))
+    mode = str(getattr(needs.retriever.mode, "value", needs.retriever.mode))
+    if mode != "dense" and not built.get("config", {}).get("index", {}).get("bm25", True):
+        raise ValueError(
+            f"retriever={needs.retriever.name} searches with {mode}, which needs BM25, but the index in "
+            f"{needs.index_dir} was built without it (index.bm25=false, e.g. index=paper): use retriever=dense, "
+            "or rebuild the index with BM25"
+        )
 
 
 def serving_apps(needs: Needs) -> list[Any]:

@@ -132,7 +132,16 @@ def chunk_sources(
     stats: dict[str, SourceChunkStats] = {}
     spent, made = 0.0, 0
     for src in cfg.corpus.sources:
-        opened = open_source(src, cfg.data_root, cfg.limit)
+        try:
+            opened = open_source(src, cfg.data_root, cfg.limit)
+        except FileNotFoundError as exc:
+            if not src.optional:
+                raise
+            # An optional source (e.g. licensed NEJM case reports) the user did not supply: the index is built
+            # without it and says so (manifest: missing_sources); supplying it later and rerunning adds it.
+            stats[src.name] = SourceChunkStats(src.name, missing=f"optional source not supplied: {exc}")
+            log.warning("chunk %s: %s", src.name, stats[src.name].missing)
+            continue
         done = read_json(layout.chunks_done(src.name))
         if done is not None:
             current = {str(k): v for k, v in file_checksums(opened.files).items()}
@@ -289,6 +298,7 @@ def run(cfg: IndexJobConfig) -> dict[str, Any]:
         and previous["config"]["index"] == asdict(cfg.index)
         and previous.get("format", 1) >= MANIFEST_FORMAT  # older folders get the on-disk text store
         and files_present(layout, previous)
+        and not previous.get("missing_sources")  # an optional source left out may have been supplied since
     ):
         log.info("index in %s is complete; nothing to do", layout.root)
         print_summary(previous)
@@ -346,6 +356,7 @@ def print_summary(manifest: dict[str, Any]) -> None:
         )
     t = manifest["totals"]
     lines.append(f"{'total':<14}{t['documents']:>10}{t['chunks']:>10}{t['vectors']:>10}{t['rejected']:>10}")
+    lines += [f"missing (optional, left out): {name}: {why}" for name, why in manifest.get("missing_sources", {}).items()]
     tm = manifest["timings"]
     lines.append(
         f"\nchunk {tm['chunk']['seconds']:.1f}s ({tm['chunk']['chunks_per_s']} chunks/s) | embed "

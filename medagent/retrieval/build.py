@@ -77,6 +77,8 @@ class SourceChunkStats:
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
     data_files: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    # Why an optional source was left out (its files are missing); None for a source that was read.
+    missing: str | None = None
 
 
 class ChunkSink:
@@ -302,6 +304,10 @@ def build_indexes(
     """Step 3 of the job: every source's index; returns the manifest's ``sources`` entries."""
     sources: dict[str, Any] = {}
     for source, s in stats.items():
+        if s.missing:
+            log.warning("index %s: left out, %s", source, s.missing)
+            sources[source] = {**asdict(s), "vectors": 0, "index": None, "shard_files": {}, "index_files": {}}
+            continue
         if s.chunks == 0:
             log.warning("index %s: no chunks (see rejected.jsonl); the source is left out of search", source)
             sources[source] = {**asdict(s), "vectors": 0, "index": None, "shard_files": {}, "index_files": {}}
@@ -333,11 +339,12 @@ def write_index_manifest(
 ) -> dict[str, Any]:
     """Write ``manifest.json`` (last: its presence marks the folder complete) and return it."""
     totals = {k: sum(s[k] for s in sources.values()) for k in ("documents", "chunks", "vectors", "rejected")}
+    missing = {name: s["missing"] for name, s in sources.items() if s.get("missing")}
     data_files = [Path(p) for s in sources.values() for p in s["data_files"]]
     # Each invocation's timings also go into ``history``: a resumed job's manifest keeps the earlier runs'.
     manifest = build_manifest(asdict(cfg), data_files, previous, fingerprint=fp, timings=timings)
     manifest.update({"format": MANIFEST_FORMAT, "fingerprint": fp, "complete": True, "sources": sources, "totals": totals,
-                     "timings": timings})  # fmt: skip
+                     "timings": timings, "missing_sources": missing})  # fmt: skip
     e = cfg.embedder
     manifest["embedder"] = {"name": e.name, "model": e.model.name, "dimension": e.dimension, "metric": e.metric,
                             "normalize": e.normalize}  # fmt: skip

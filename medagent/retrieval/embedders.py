@@ -79,6 +79,11 @@ def _st_modules() -> Any:
         return models
 
 
+def use_half(cfg: EmbedderConfig, device: str) -> bool:
+    """Whether the encoders run in fp16: on CUDA devices when ``cfg.half_on_gpu``, never on CPU."""
+    return cfg.half_on_gpu and str(device).startswith("cuda")
+
+
 def _auto_device(device: str | None) -> str:
     if device:
         return device
@@ -120,7 +125,10 @@ class Embedder:
         if dim != self.cfg.dimension:
             raise ValueError(f"embedder {self.cfg.name!r}: model {model.name!r} has dimension {dim}, "
                              f"config says {self.cfg.dimension}")  # fmt: skip
-        log.info("embedder %s: loaded %s on %s (dim %d)", self.cfg.name, model.name, self.device, dim)
+        if use_half(self.cfg, self.device):
+            st.half()
+        log.info("embedder %s: loaded %s on %s (dim %d, %s)", self.cfg.name, model.name, self.device, dim,
+                 "fp16" if use_half(self.cfg, self.device) else "fp32")  # fmt: skip
         return st
 
     @property
