@@ -11,8 +11,8 @@ in two passes over the chunk blocks on disk:
    document frequency and the documents' lengths; the batch's token ids go to a temporary file;
 2. from the frequencies, IDF (Lucene's) and each term's column offsets in the CSC matrix bm25s reads
    (documents x vocabulary, column-major); reading the token ids back batch by batch, score each
-   (document, term) pair and write it at its column's next offset in memory-mapped ``.npy`` files, whose
-   written pages are handed back to the kernel after each batch.
+   (document, term) pair, gather a window of pairs, sort it by term and write each term's run at its
+   column's next offset in the ``.npy`` files with ``pwrite`` (nothing of them is mapped into the driver).
 
 ``BM25Index`` loads the result with ``bm25s.BM25.load`` (memory-mapped) as before;
 tests/unit/test_retrieval_bm25.py checks that it ranks and scores as bm25s's in-memory build does.
@@ -21,7 +21,6 @@ tests/unit/test_retrieval_bm25.py checks that it ranks and scores as bm25s's in-
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import shutil
 import tempfile
@@ -34,6 +33,9 @@ from medagent.retrieval.layout import replace_dir
 
 # bm25s's defaults (BM25(method="lucene", k1=1.5, b=0.75)), which the in-memory build used.
 K1, B = 1.5, 0.75
+# Postings scored and sorted together before they are written (~16 bytes each in memory: 64 MB): larger
+# windows mean fewer, longer writes per term; the driver's memory is bounded by this, not the corpus.
+WINDOW_POSTINGS = 4_000_000
 
 
 def _tokenize(texts: Sequence[str]) -> list[list[str]]:
@@ -77,12 +79,23 @@ def _pair_counts(flat: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.nda
     return keys // len(lens), keys % len(lens), tf
 
 
-def _release(arr: np.memmap) -> None:
-    """Writes a memory map's dirty pages back and drops them from this process's resident set."""
-    arr.flush()
-    m = getattr(arr, "_mmap", None)
-    if m is not None and hasattr(mmap, "MADV_DONTNEED"):
-        m.madvise(mmap.MADV_DONTNEED)
+class _ColumnFile:
+    """A ``.npy`` array on disk written by ranges with ``pwrite``: no pages of it are mapped into this
+    process (the kernel's page cache holds them), so writing all of it does not grow the resident set."""
+
+    def __init__(self, path: Path, dtype: type, n: int) -> None:
+        header = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n,))
+        self.offset, self.itemsize = int(header.offset), np.dtype(dtype).itemsize
+        del header  # the file is sized (sparse) and has its header; nothing was touched
+        self.dtype = dtype
+        self.fd = os.open(path, os.O_WRONLY)
+
+    def write(self, start: int, values: np.ndarray) -> None:
+        os.pwrite(self.fd, np.ascontiguousarray(values, dtype=self.dtype).tobytes(), self.offset + start * self.itemsize)
+
+    def close(self) -> None:
+        os.fsync(self.fd)
+        os.close(self.fd)
 
 
 def build_bm25_streaming(batches: Iterable[Sequence[str]], out_dir: Path, tmp_root: Path | None = None) -> int:
@@ -118,10 +131,27 @@ def _write_matrix(vocab: _Vocabulary, parts: list[tuple[Path, int]], n_docs: int
     indptr = np.zeros(n_vocab + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
     nnz = int(indptr[-1])
-    open_memmap = np.lib.format.open_memmap
-    data = open_memmap(out / "data.csc.index.npy", mode="w+", dtype=np.float32, shape=(nnz,))
-    indices = open_memmap(out / "indices.csc.index.npy", mode="w+", dtype=np.int32, shape=(nnz,))
+    data = _ColumnFile(out / "data.csc.index.npy", np.float32, nnz)
+    indices = _ColumnFile(out / "indices.csc.index.npy", np.int32, nnz)
     cursor = indptr[:-1].copy()
+    window: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    held = 0
+
+    def flush() -> None:
+        # The window's postings, term-major (stable: documents stay ascending within a term), go to their
+        # columns' next offsets: one contiguous range per term.
+        terms = np.concatenate([w[0] for w in window])
+        order = np.argsort(terms, kind="stable")
+        terms = terms[order]
+        docs = np.concatenate([w[1] for w in window])[order]
+        scores = np.concatenate([w[2] for w in window])[order]
+        uniq, first, counts = np.unique(terms, return_index=True, return_counts=True)
+        for t, a, c in zip(uniq.tolist(), first.tolist(), counts.tolist(), strict=True):
+            data.write(int(cursor[t]), scores[a : a + c])
+            indices.write(int(cursor[t]), docs[a : a + c])
+            cursor[t] += c
+        window.clear()
+
     first_doc = 0
     for path, n in parts:
         with np.load(path) as z:
@@ -132,20 +162,18 @@ def _write_matrix(vocab: _Vocabulary, parts: list[tuple[Path, int]], n_docs: int
             tf32 = tf.astype(np.float32)
             # Lucene as bm25s computes it: tf / (tf + k1 (1 - b + b dl / avgdl)), without the (k1 + 1) factor.
             score = idf[terms] * tf32 / (tf32 + K1 * (1 - B + B * dl / np.float32(avg_len)))
-            # Pairs come sorted by term then document: each term's run goes to its column's next offsets.
-            counts = np.bincount(terms, minlength=n_vocab)
-            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            rank = np.arange(terms.size) - np.repeat(starts[counts > 0], counts[counts > 0])
-            pos = cursor[terms] + rank
-            data[pos] = score.astype(np.float32)
-            indices[pos] = (docs + first_doc).astype(np.int32)
-            cursor += counts
-            _release(data)
-            _release(indices)
+            window.append((terms, (docs + first_doc).astype(np.int32), score.astype(np.float32)))
+            held += terms.size
         first_doc += n
+        if held >= WINDOW_POSTINGS:
+            flush()
+            held = 0
+    if window:
+        flush()
+    data.close()
+    indices.close()
     if not np.array_equal(cursor, indptr[1:]):
         raise ValueError("BM25 build: the second pass wrote other postings than the first counted")
-    del data, indices
     np.save(out / "indptr.csc.index.npy", indptr)
     # bm25s adds the empty token after the matrix's columns: a query with no known token maps to it.
     vocab_dict = {**vocab.ids, "": n_vocab} if "" not in vocab.ids else dict(vocab.ids)

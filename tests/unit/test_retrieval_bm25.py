@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from medagent.retrieval import bm25
 from medagent.retrieval.bm25 import build_bm25_streaming
 from medagent.retrieval.index import BM25Index, build_bm25
 
@@ -26,8 +27,11 @@ def _batches(texts: list[str], size: int) -> list[list[str]]:
     return [texts[i : i + size] for i in range(0, len(texts), size)]
 
 
-@pytest.mark.parametrize("batch", [1, 5, 1000])
-def test_streamed_index_ranks_and_scores_as_bm25s(tmp_path: Path, batch: int) -> None:
+@pytest.mark.parametrize(("batch", "window"), [(1, 3), (5, 40), (1000, 4_000_000)])
+def test_streamed_index_ranks_and_scores_as_bm25s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, window: int
+) -> None:
+    monkeypatch.setattr(bm25, "WINDOW_POSTINGS", window)  # several windows, each written term by term
     ids = [f"c{i}" for i in range(len(TEXTS))]
     build_bm25(TEXTS, tmp_path / "ref")
     assert build_bm25_streaming(_batches(TEXTS, batch), tmp_path / "new") == len(TEXTS)
