@@ -33,9 +33,9 @@ from medagent.retrieval.layout import replace_dir
 
 # bm25s's defaults (BM25(method="lucene", k1=1.5, b=0.75)), which the in-memory build used.
 K1, B = 1.5, 0.75
-# Postings scored and sorted together before they are written (~16 bytes each in memory: 64 MB): larger
+# Postings scored and sorted together before they are written (~40 bytes each while sorted: 40 MB): larger
 # windows mean fewer, longer writes per term; the driver's memory is bounded by this, not the corpus.
-WINDOW_POSTINGS = 4_000_000
+WINDOW_POSTINGS = 1_000_000
 
 
 def _tokenize(texts: Sequence[str]) -> list[list[str]]:
