@@ -144,7 +144,9 @@ def llm_demands(llm: LLMConfig, cluster: ClusterConfig) -> list[Demand]:
     return out
 
 
-def serving_demands(cluster: ClusterConfig, *, retriever: bool, reranker: bool, ingress: bool) -> list[Demand]:
+def serving_demands(
+    cluster: ClusterConfig, *, retriever: bool, reranker: bool, ingress: bool
+) -> list[Demand]:
     """The serving application's replicas (``actors.builder.serving_deployment_options``)."""
     r = cluster.retrieval
     out: list[Demand] = []

@@ -100,7 +100,10 @@ def measure(step: str, out: Path, dim: int) -> dict[str, Any]:
         texts: list[str] = []
         for block in layout.chunk_blocks(SOURCE):
             table = pq.read_table(block, columns=["title", "content"])
-            texts.extend(f"{a} {b}".strip() for a, b in zip(*(table.column(c).to_pylist() for c in ("title", "content")), strict=True))
+            texts.extend(
+                f"{a} {b}".strip()
+                for a, b in zip(*(table.column(c).to_pylist() for c in ("title", "content")), strict=True)
+            )
         build_bm25(texts, out / "bm25-in-memory")
     elif step == "source_index":
         build_source_index(layout, SOURCE, IndexConfig(kind="flat", use_gpu=False), dim, "l2", blocks)  # type: ignore[arg-type]
@@ -111,7 +114,9 @@ def measure(step: str, out: Path, dim: int) -> dict[str, Any]:
 
 
 def _child(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, __file__, *args], cwd=REPO, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, *args], cwd=REPO, capture_output=True, text=True, check=True
+    )
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -122,7 +127,9 @@ def main() -> None:
     p.add_argument("--vocab", type=int, default=50_000, help="distinct words the chunks are drawn from")
     p.add_argument("--dim", type=int, default=8, help="dimension of the stand-in vectors")
     p.add_argument("--shard", type=int, default=1024, help="chunks per block (index_corpus's shard_size)")
-    p.add_argument("--baseline-max", type=int, default=2_000_000, help="largest size the in-memory baseline runs at")
+    p.add_argument(
+        "--baseline-max", type=int, default=2_000_000, help="largest size the in-memory baseline runs at"
+    )
     p.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temporary one)")
     p.add_argument("--child", nargs=2, metavar=("STEP", "DIR"), help=argparse.SUPPRESS)
     p.add_argument("--prepare", nargs=2, metavar=("N", "DIR"), help=argparse.SUPPRESS)
@@ -138,7 +145,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=a.work) as tmp:
         for n in a.sizes:
             folder = Path(tmp) / f"n{n}"
-            common = ["--words", str(a.words), "--vocab", str(a.vocab), "--dim", str(a.dim), "--shard", str(a.shard)]
+            common = [
+                "--words",
+                str(a.words),
+                "--vocab",
+                str(a.vocab),
+                "--dim",
+                str(a.dim),
+                "--shard",
+                str(a.shard),
+            ]
             t = time.perf_counter()
             _child("--prepare", str(n), str(folder), *common)
             print(f"{n:>9} chunks prepared in {time.perf_counter() - t:.0f}s", flush=True)
@@ -148,7 +164,9 @@ def main() -> None:
                 rows.append(r)
                 print(f"{n:>9} {step:<15} peak {r['peak_mb']:>8.1f} MB (+{r['added_mb']:.1f} over imports) "
                       f"in {r['seconds']:.0f}s", flush=True)  # fmt: skip
-    print(f"\n{'step':<15}" + "".join(f"{n:>12}" for n in a.sizes) + f"{'ratio':>9}   (MB added over imports)")
+    print(
+        f"\n{'step':<15}" + "".join(f"{n:>12}" for n in a.sizes) + f"{'ratio':>9}   (MB added over imports)"
+    )
     for step in ("bm25_streamed", "source_index", "bm25_in_memory"):
         got = {r["chunks"]: r["added_mb"] for r in rows if r["step"] == step}
         if not got:

@@ -356,7 +356,10 @@ def print_summary(manifest: dict[str, Any]) -> None:
         )
     t = manifest["totals"]
     lines.append(f"{'total':<14}{t['documents']:>10}{t['chunks']:>10}{t['vectors']:>10}{t['rejected']:>10}")
-    lines += [f"missing (optional, left out): {name}: {why}" for name, why in manifest.get("missing_sources", {}).items()]
+    lines += [
+        f"missing (optional, left out): {name}: {why}"
+        for name, why in manifest.get("missing_sources", {}).items()
+    ]
     tm = manifest["timings"]
     lines.append(
         f"\nchunk {tm['chunk']['seconds']:.1f}s ({tm['chunk']['chunks_per_s']} chunks/s) | embed "

@@ -13,10 +13,10 @@ from medagent.agent.answers import answer_schema
 from medagent.agent.base import register_agent
 from medagent.agent.episode import Episode, FinalAnswer, Retrieval
 from medagent.agent.memory import MemoryBank
+from medagent.agent.provenance import RETRIEVED, search_records
 from medagent.agent.qa import read_answer
 from medagent.agent.render import documents_block
 from medagent.agent.services import AgentDeps, Reranker, Retriever
-from medagent.agent.provenance import RETRIEVED, search_records
 from medagent.agent.tools import search_stages
 from medagent.agent.trace import preview
 from medagent.config import AgentConfig
@@ -64,8 +64,12 @@ class NoToolsAgent:
             memory.add_context(h, d.content[: self.cfg.loop.doc_max_chars])
         rec.add(
             Retrieval(
-                {"query": preview(question.text), "docs": [d.id for _, d in shown], RETRIEVED: retrieved,
-                 **rec.delta(before)}  # fmt: skip
+                {
+                    "query": preview(question.text),
+                    "docs": [d.id for _, d in shown],
+                    RETRIEVED: retrieved,
+                    **rec.delta(before),
+                }
             )
         )
         messages = self.prompt.render(

@@ -33,7 +33,10 @@ def seen_handles(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], str
 
 
 def search_records(
-    first_stage: Sequence[Doc], ranked: Sequence[Doc], new_handles: Sequence[str], seen: dict[tuple[str, str], str]
+    first_stage: Sequence[Doc],
+    ranked: Sequence[Doc],
+    new_handles: Sequence[str],
+    seen: dict[tuple[str, str], str],
 ) -> list[dict[str, Any]]:
     """One record per document a search returned, in rank order.
 
@@ -76,7 +79,9 @@ def search_records(
     return out
 
 
-def snapshot_fields(summary: dict[str, Any], judged: Iterable[str], records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def snapshot_fields(
+    summary: dict[str, Any], judged: Iterable[str], records: Iterable[dict[str, Any]]
+) -> dict[str, Any]:
     """The memory snapshot's fields: ``MemoryBank.summary()`` plus ``documents``, each reviewed (judged),
     quoted (grounded) and pruned handle with its corpus id and source."""
     by_handle = {h: {"id": k[1], "source": k[0]} for k, h in seen_handles(records).items()}

@@ -20,8 +20,8 @@ from typing import Any
 from medagent.agent.answers import answer_schema, parse_choice, parse_json_object
 from medagent.agent.base import register_agent
 from medagent.agent.episode import Episode, FinalAnswer, MemorySnapshot, ModelTurn, Observation, ToolStep
-from medagent.agent.provenance import snapshot_fields
 from medagent.agent.memory import MemoryBank
+from medagent.agent.provenance import snapshot_fields
 from medagent.agent.render import evidence_block
 from medagent.agent.services import AgentDeps, Reranker, Retriever
 from medagent.agent.toolargs import ToolError

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medagent.report import figures
-from medagent.report.gate import DEFAULT_THRESHOLDS, sweep_table
 from medagent.report.evidence import evidence_by_source, gold_in_retrieved
+from medagent.report.gate import DEFAULT_THRESHOLDS, sweep_table
 from medagent.report.loader import Run, describe, labels, load_runs, select_cells
 from medagent.report.table import Table
 from medagent.report.tables import (

@@ -52,24 +52,39 @@ def evidence_by_source(runs: Sequence[Run]) -> Table:
             continue
         n_ret, n_cit = sum(retrieved.values()), sum(cited.values())
         for source in sorted(set(retrieved) | set(cited)):
-            rec = {
-                "run": names[run.path],
+            name = names[run.path]
+            ret_share = retrieved[source] / n_ret if n_ret else None
+            cit_share = cited[source] / n_cit if n_cit else None
+            rec: dict[str, Any] = {
+                "run": name,
                 "source": source,
                 "retrieved": retrieved[source],
-                "retrieved_share": retrieved[source] / n_ret if n_ret else None,
+                "retrieved_share": ret_share,
                 "cited": cited[source],
-                "cited_share": cited[source] / n_cit if n_cit else None,
+                "cited_share": cit_share,
                 "questions_citing": citing[source],
             }
             t.records.append(rec)
             t.cells.append(
-                [rec["run"], source, str(rec["retrieved"]), pct(rec["retrieved_share"]), str(rec["cited"]),
-                 pct(rec["cited_share"]), str(rec["questions_citing"])]  # fmt: skip
+                [
+                    name,
+                    source,
+                    str(retrieved[source]),
+                    pct(ret_share),
+                    str(cited[source]),
+                    pct(cit_share),
+                    str(citing[source]),
+                ]
             )
-    untraced = [names[r.path] for r in runs if r.predictions and not any(retrieved_docs(p.trace) for p in r.predictions)]
+    untraced = [
+        names[r.path]
+        for r in runs
+        if r.predictions and not any(retrieved_docs(p.trace) for p in r.predictions)
+    ]
     if untraced:
         t.notes.append(
-            "retrieved counts need traces whose search steps name their documents; none in: " + ", ".join(untraced)
+            "retrieved counts need traces whose search steps name their documents; none in: "
+            + ", ".join(untraced)
         )
     return t
 
@@ -121,11 +136,14 @@ def gold_in_retrieved(runs: Sequence[Run], lookup: TextLookup = store_lookup) ->
         hits = 0
         for p, docs in searched:
             gold = run.golds.get(p.id)
-            if gold is not None and contains_gold(gold.answer_text, (texts.get((d["source"], d["id"])) for d in docs)):
+            if gold is not None and contains_gold(
+                gold.answer_text, (texts.get((d["source"], d["id"])) for d in docs)
+            ):
                 hits += 1
-        rec = {"run": names[run.path], "searched": len(searched), "gold_in_retrieved": hits, "share": hits / len(searched)}
-        t.records.append(rec)
-        t.cells.append([rec["run"], str(len(searched)), str(hits), pct(rec["share"])])
+        share = hits / len(searched)
+        name = names[run.path]
+        t.records.append({"run": name, "searched": len(searched), "gold_in_retrieved": hits, "share": share})
+        t.cells.append([name, str(len(searched)), str(hits), pct(share)])
     if t.records:
         t.notes.append(
             "whole-word match of the gold option's text, casefolded and without punctuation, in any document a "
@@ -145,6 +163,7 @@ def _texts(
     out: dict[tuple[str, str], str | None] = {}
     for source, ids in by_source.items():
         unique = list(dict.fromkeys(ids))
-        out.update({(source, i): text for i, text in zip(unique, lookup(index_dir, source, unique), strict=True)})
+        out.update(
+            {(source, i): text for i, text in zip(unique, lookup(index_dir, source, unique), strict=True)}
+        )
     return out
-

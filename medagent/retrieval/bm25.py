@@ -57,7 +57,9 @@ class _Vocabulary:
         flat = np.fromiter((get(t, len(self.ids)) for doc in docs for t in doc), dtype=np.int32)
         lens = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
         if len(self.ids) > len(self.df):
-            self.df = np.concatenate([self.df, np.zeros(max(len(self.ids), 2 * len(self.df)) - len(self.df), np.int64)])
+            self.df = np.concatenate(
+                [self.df, np.zeros(max(len(self.ids), 2 * len(self.df)) - len(self.df), np.int64)]
+            )
         terms, _ = _pairs(flat, lens)
         self.df[: len(self.ids)] += np.bincount(terms, minlength=len(self.ids))
         return flat, lens
@@ -91,14 +93,20 @@ class _ColumnFile:
         self.fd = os.open(path, os.O_WRONLY)
 
     def write(self, start: int, values: np.ndarray) -> None:
-        os.pwrite(self.fd, np.ascontiguousarray(values, dtype=self.dtype).tobytes(), self.offset + start * self.itemsize)
+        os.pwrite(
+            self.fd,
+            np.ascontiguousarray(values, dtype=self.dtype).tobytes(),
+            self.offset + start * self.itemsize,
+        )
 
     def close(self) -> None:
         os.fsync(self.fd)
         os.close(self.fd)
 
 
-def build_bm25_streaming(batches: Iterable[Sequence[str]], out_dir: Path, tmp_root: Path | None = None) -> int:
+def build_bm25_streaming(
+    batches: Iterable[Sequence[str]], out_dir: Path, tmp_root: Path | None = None
+) -> int:
     """Indexes the texts of ``batches`` (in vector order) into ``out_dir`` (replaced when present);
     returns the number of documents. ``tmp_root`` holds the token ids between the passes (default: beside
     ``out_dir``)."""
@@ -122,7 +130,9 @@ def build_bm25_streaming(batches: Iterable[Sequence[str]], out_dir: Path, tmp_ro
     return n_docs
 
 
-def _write_matrix(vocab: _Vocabulary, parts: list[tuple[Path, int]], n_docs: int, total_len: int, out: Path) -> None:
+def _write_matrix(
+    vocab: _Vocabulary, parts: list[tuple[Path, int]], n_docs: int, total_len: int, out: Path
+) -> None:
     n_vocab = len(vocab.ids)
     df = vocab.df[:n_vocab]
     avg_len = total_len / n_docs if n_docs else 0.0

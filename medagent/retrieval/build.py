@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from medagent.retrieval.bm25 import build_bm25_streaming
 from medagent.retrieval.config import IndexConfig, IndexJobConfig
 from medagent.retrieval.embedders import embedder_identity
-from medagent.retrieval.bm25 import build_bm25_streaming
 from medagent.retrieval.index import build_dense_index, bytes_per_vector, save_faiss
 from medagent.retrieval.layout import (
     MANIFEST_FORMAT,

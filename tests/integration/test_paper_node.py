@@ -27,7 +27,11 @@ REPO = Path(__file__).resolve().parents[2]
 # sets for retrieval, named here by the groups that exist on every branch.
 PAPER_RETRIEVAL = ["scale=paper", "retriever=dense"]
 # A local Ray of the driver's own, with the node's logical resources.
-LOCAL_RAY = ["cluster.ray.address=null", "cluster.ray.include_dashboard=false", "cluster.ray.loopback_only=true"]
+LOCAL_RAY = [
+    "cluster.ray.address=null",
+    "cluster.ray.include_dashboard=false",
+    "cluster.ray.loopback_only=true",
+]
 
 
 def _free_port() -> int:
@@ -36,7 +40,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _pipeline(module: str, overrides: list[str], timeout_s: float) -> tuple[subprocess.CompletedProcess[str], float]:
+def _pipeline(
+    module: str, overrides: list[str], timeout_s: float
+) -> tuple[subprocess.CompletedProcess[str], float]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
     done = subprocess.run(
@@ -51,9 +57,18 @@ def test_tp4_on_single_gpu_is_refused_before_anything_deploys(tmp_path: Path) ->
     GPU bundles, instead of waiting for a placement group Ray can never place (the timeout is the hang)."""
     done, wall = _pipeline(
         "pipelines.run_benchmark",
-        ["cluster=single_gpu", *LOCAL_RAY, "cluster.ray.num_gpus=1", "cluster.ray.num_cpus=16",
-         "llm=qwen2.5-72b-instruct", "agent=standalone", "benchmark=medqa", "limit=1",
-         f"run_dir={tmp_path / 'run'}", "progress=false"],  # fmt: skip
+        [
+            "cluster=single_gpu",
+            *LOCAL_RAY,
+            "cluster.ray.num_gpus=1",
+            "cluster.ray.num_cpus=16",
+            "llm=qwen2.5-72b-instruct",
+            "agent=standalone",
+            "benchmark=medqa",
+            "limit=1",
+            f"run_dir={tmp_path / 'run'}",
+            "progress=false",
+        ],  # fmt: skip
         timeout_s=180,
     )
     out = done.stdout + done.stderr
@@ -70,8 +85,14 @@ def test_the_papers_llm_places_on_a_four_gpu_node() -> None:
     retriever and reranker in the GPUs' remaining shares, and the LLM's memory per GPU."""
     done, _ = _pipeline(
         "pipelines.check_placement",
-        ["cluster=paper_node_l40s", *LOCAL_RAY, "cluster.ray.num_gpus=4", "cluster.ray.num_cpus=16",
-         "llm=qwen2.5-72b-instruct-awq", "agent=full"],  # fmt: skip
+        [
+            "cluster=paper_node_l40s",
+            *LOCAL_RAY,
+            "cluster.ray.num_gpus=4",
+            "cluster.ray.num_cpus=16",
+            "llm=qwen2.5-72b-instruct-awq",
+            "agent=full",
+        ],  # fmt: skip
         timeout_s=180,
     )
     out = done.stdout + done.stderr
@@ -86,11 +107,23 @@ def test_a_paper_sized_cell_finishes_on_the_simulated_paper_node(
 ) -> None:
     done, wall = _pipeline(
         "pipelines.run_suite",
-        ["experiment=table1_mc", "cluster=sim_paper_node", f"cluster.serve.http_port={_free_port()}",
-         "llm=smollm2-135m-vllm-cpu", *PAPER_RETRIEVAL, "limit=1",
-         "hydra.sweeper.params.benchmark=medqa", "hydra.sweeper.params.agent=full",
-         f"outputs_root={tmp_path}", f"data_root={data_root}", f"index_dir={qa_index}",
-         "progress=false", "show_example=false", "bootstrap_samples=50", "suite.print_report=false"],  # fmt: skip
+        [
+            "experiment=table1_mc",
+            "cluster=sim_paper_node",
+            f"cluster.serve.http_port={_free_port()}",
+            "llm=smollm2-135m-vllm-cpu",
+            *PAPER_RETRIEVAL,
+            "limit=1",
+            "hydra.sweeper.params.benchmark=medqa",
+            "hydra.sweeper.params.agent=full",
+            f"outputs_root={tmp_path}",
+            f"data_root={data_root}",
+            f"index_dir={qa_index}",
+            "progress=false",
+            "show_example=false",
+            "bootstrap_samples=50",
+            "suite.print_report=false",
+        ],  # fmt: skip
         timeout_s=900,
     )
     out = done.stdout + done.stderr

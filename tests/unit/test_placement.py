@@ -64,7 +64,9 @@ def test_paper_node_l40s_refuses_bf16_weights_by_memory() -> None:
 
 
 def test_paper_node_80gb_holds_bf16_with_the_papers_scoring_models() -> None:
-    cfg = _run("cluster=paper_node_80gb", "llm=qwen2.5-72b-instruct", "scoring=gpu", "open_scoring.num_gpus=0.45")
+    cfg = _run(
+        "cluster=paper_node_80gb", "llm=qwen2.5-72b-instruct", "scoring=gpu", "open_scoring.num_gpus=0.45"
+    )
     assert placement_problems(_needs(cfg, scoring=True), [_node()]) == []
     whole = replace(cfg.open_scoring, num_gpus=1.0)
     [problem] = placement_problems(replace(_needs(cfg, scoring=True), scoring=whole), [_node()])
@@ -117,7 +119,10 @@ def test_fractions_pack_onto_the_fullest_gpu() -> None:
 def test_sim_paper_node_keeps_the_papers_shares() -> None:
     sim, real = _run("cluster=sim_paper_node").cluster, _run("cluster=paper_node_l40s").cluster
     assert asdict(sim.retrieval) == asdict(real.retrieval)
-    assert sim.workers.num_cpus == real.workers.num_cpus and sim.serve.ingress_num_cpus == real.serve.ingress_num_cpus
+    assert (
+        sim.workers.num_cpus == real.workers.num_cpus
+        and sim.serve.ingress_num_cpus == real.serve.ingress_num_cpus
+    )
     assert sim.ray.num_gpus == 4 and sim.llm.bundle == {"CPU": 1}
 
 

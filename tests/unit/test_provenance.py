@@ -43,7 +43,9 @@ SCRIPT = [
 def _run_full() -> Prediction:
     docs = make_docs(3, source="pubmed") + make_docs(2, source="wikipedia", prefix="w")
     deps = AgentDeps(retriever=FakeRetriever(docs), reranker=ReversingReranker(), json_schema=True)
-    agent = build_agent(agent_config(mode="full", top_k=32, top_r=4, batch_size=2), AgentModel(list(SCRIPT)), deps)
+    agent = build_agent(
+        agent_config(mode="full", top_k=32, top_r=4, batch_size=2), AgentModel(list(SCRIPT)), deps
+    )
     return asyncio.run(agent.answer(Q))
 
 
@@ -57,7 +59,9 @@ def test_each_search_step_names_its_documents_scores_and_handles() -> None:
     assert top["first_stage_score"] == pytest.approx(1 / 3) and top["rerank_score"] == 10.0
     assert top["rank"] == 1 and top["duplicate"] is False
     # The same search again returns the same documents: no new handle, each named by the one the model knows.
-    assert [(d["handle"], d["duplicate"]) for d in second[RETRIEVED]] == [(f"D{i}", True) for i in range(1, 5)]
+    assert [(d["handle"], d["duplicate"]) for d in second[RETRIEVED]] == [
+        (f"D{i}", True) for i in range(1, 5)
+    ]
     assert first["result"]["new"] == ["D1", "D2", "D3", "D4"] and first["result"]["candidates"] == 5
 
 
@@ -76,7 +80,9 @@ def test_no_tools_search_records_its_documents() -> None:
     agent = build_agent(agent_config(mode="no_tools"), AgentModel([]), deps)
     pred = asyncio.run(agent.answer(Q))
     [retrieval] = [s for s in pred.trace if s["kind"] == "retrieval"]
-    assert [d["handle"] for d in retrieval[RETRIEVED]] == [f"D{i}" for i in range(1, len(retrieval[RETRIEVED]) + 1)]
+    assert [d["handle"] for d in retrieval[RETRIEVED]] == [
+        f"D{i}" for i in range(1, len(retrieval[RETRIEVED]) + 1)
+    ]
     assert all(d["first_stage_score"] is not None for d in retrieval[RETRIEVED])
 
 
@@ -107,7 +113,11 @@ def test_evidence_by_source_counts_retrieved_and_cited_documents(tmp_path: Path)
     rows = {r["source"]: r for r in t.records}
     # Four distinct documents retrieved (the second search's duplicates not counted again), one quote.
     assert (rows["wikipedia"]["retrieved"], rows["pubmed"]["retrieved"]) == (2, 2)
-    assert (rows["wikipedia"]["cited"], rows["wikipedia"]["questions_citing"], rows["pubmed"]["cited"]) == (1, 1, 0)
+    assert (rows["wikipedia"]["cited"], rows["wikipedia"]["questions_citing"], rows["pubmed"]["cited"]) == (
+        1,
+        1,
+        0,
+    )
 
 
 def test_gold_text_is_looked_for_in_the_retrieved_documents(tmp_path: Path) -> None:

@@ -55,12 +55,16 @@ def _index(tmp_path: Path, bm25: bool) -> str:
 
 def test_a_run_needing_bm25_is_refused_on_an_index_without_it(tmp_path: Path) -> None:
     cluster = cluster_config()
-    hybrid = Needs(LLMConfig(), cluster, RetrieverConfig(), index_dir=_index(tmp_path, False), missing_index="build")
+    hybrid = Needs(
+        LLMConfig(), cluster, RetrieverConfig(), index_dir=_index(tmp_path, False), missing_index="build"
+    )
     with pytest.raises(ValueError, match="needs BM25, but the index .* was built without it"):
         check_index(hybrid)
     dense = RetrieverConfig(name="dense", mode="dense")  # type: ignore[arg-type]
     check_index(Needs(LLMConfig(), cluster, dense, index_dir=_index(tmp_path, False), missing_index="build"))
-    check_index(Needs(LLMConfig(), cluster, RetrieverConfig(), index_dir=_index(tmp_path, True), missing_index="b"))
+    check_index(
+        Needs(LLMConfig(), cluster, RetrieverConfig(), index_dir=_index(tmp_path, True), missing_index="b")
+    )
 
 
 def test_fp16_on_cuda_only() -> None:
@@ -83,7 +87,9 @@ class _FakeST:
 
 
 @pytest.mark.parametrize(("device", "halved"), [("cuda", True), ("cpu", False)])
-def test_the_embedder_halves_its_model_on_cuda(monkeypatch: pytest.MonkeyPatch, device: str, halved: bool) -> None:
+def test_the_embedder_halves_its_model_on_cuda(
+    monkeypatch: pytest.MonkeyPatch, device: str, halved: bool
+) -> None:
     def load(*args: Any, **kwargs: Any) -> _FakeST:
         return _FakeST()
 

@@ -62,7 +62,9 @@ class EnableSearch(Tool):
             raise ToolError(ctx.say("search_repeated", query=repr(query)))
         memory.searches.append(query)
         seen = seen_handles(ctx.rec.trace())
-        first, docs = await search_stages(ctx.retriever, ctx.reranker, query, cfg.retrieval.top_r, cfg, ctx.rec)
+        first, docs = await search_stages(
+            ctx.retriever, ctx.reranker, query, cfg.retrieval.top_r, cfg, ctx.rec
+        )
         handles, duplicates = memory.enqueue(docs)
         summary = {
             "retrieved": len(docs),
