@@ -122,7 +122,7 @@ def check_index(needs: Needs) -> None:
     if mode != "dense" and not built.get("config", {}).get("index", {}).get("bm25", True):
         raise ValueError(
             f"retriever={needs.retriever.name} searches with {mode}, which needs BM25, but the index in "
-            f"{needs.index_dir} was built without it (index.bm25=false, e.g. index=paper): use retriever=dense, "
+            f"{needs.index_dir} was built without it (index.bm25=false): use retriever=dense, "
             "or rebuild the index with BM25"
         )
 

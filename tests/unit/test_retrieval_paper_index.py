@@ -31,14 +31,14 @@ def _job(*overrides: str) -> IndexJobConfig:
     return OmegaConf.to_object(cfg)  # type: ignore[return-value]
 
 
-def test_paper_six_takes_nejm_as_optional_and_index_paper_builds_no_bm25() -> None:
-    cfg = _job("corpus=paper_six", "embedder=specter", "index=paper")
+def test_paper_six_takes_nejm_as_optional() -> None:
+    cfg = _job("corpus=paper_six", "embedder=specter", "index.bm25=false")
     assert [s.name for s in cfg.corpus.sources if s.optional] == ["nejm"]
     assert cfg.index.kind == "flat" and cfg.index.bm25 is False and cfg.embedder.metric == "l2"
 
 
 def test_a_missing_optional_source_is_named_in_the_manifest(tmp_path: Path) -> None:
-    cfg = _job("corpus=paper_six", "index=paper", f"out_dir={tmp_path}")
+    cfg = _job("corpus=paper_six", "index.bm25=false", f"out_dir={tmp_path}")
     layout = IndexLayout(tmp_path)
     why = "optional source not supplied: source 'nejm': no file or folder at /data/nejm"
     sources = build_indexes(cfg, layout, {"nejm": SourceChunkStats("nejm", missing=why)})
