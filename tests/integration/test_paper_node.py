@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from medagent.agent.provenance import RETRIEVED
+
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,7 +135,10 @@ def test_a_paper_sized_cell_finishes_on_the_simulated_paper_node(
     summary: dict[str, Any] = json.loads(suite_json.read_text())
     [cell] = summary["cells"]
     assert cell["status"] == "done" and cell["answered"] == 1
-    # The search steps of its trace name what they retrieved (medagent.agent.trace: provenance).
-    traces = [json.loads(line) for line in (Path(cell["run_dir"]) / "traces.jsonl").read_text().splitlines()]
-    hits = [h for t in traces for s in t["steps"] if s.get("retrieved") for h in s["retrieved"]]
-    assert all(h["doc_id"] and h["source"] and h["handle"].startswith("D") for h in hits)
+    # Its trace carries provenance: the memory snapshot maps handles to documents, and every document a
+    # search returned (the small model may not search) is named (medagent.agent.provenance).
+    [trace] = [json.loads(p.read_text())["trace"] for p in (Path(cell["run_dir"]) / "traces").glob("*.json")]
+    [memory] = [s for s in trace if s["kind"] == "memory"]
+    assert isinstance(memory["documents"], dict)
+    hits = [d for s in trace for d in s.get(RETRIEVED, ())]
+    assert all(d["id"] and d["source"] and d["handle"].startswith("D") for d in hits)
