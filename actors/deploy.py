@@ -11,6 +11,7 @@ same applications (``pipelines.serve_app``).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,8 +116,6 @@ def check_index(needs: Needs) -> None:
         return
     if not needs.index_dir or not (Path(needs.index_dir) / "manifest.json").exists():
         raise FileNotFoundError(needs.missing_index)
-    import json
-
     built = json.loads((Path(needs.index_dir) / "manifest.json").read_text(encoding="utf-8"))
     mode = str(getattr(needs.retriever.mode, "value", needs.retriever.mode))
     if mode != "dense" and not built.get("config", {}).get("index", {}).get("bm25", True):
