@@ -55,7 +55,13 @@ PAPER_LLM = "qwen2.5-72b-instruct"
 PAPER_TP = 4
 PAPER_EMBEDDERS = frozenset({"allenai-specter", "specter"})
 # The benchmarks of the paper's tables and the loader of each one's item set (medagent/data/paper.py).
-PAPER_LOADERS = {"usmle_step1_paper", "usmle_step2_paper", "usmle_step3_paper", "medqa_paper", "medexpqa_paper"}
+PAPER_LOADERS = {
+    "usmle_step1_paper",
+    "usmle_step2_paper",
+    "usmle_step3_paper",
+    "medqa_paper",
+    "medexpqa_paper",
+}
 
 
 def _get(config: Mapping[str, Any], dotted: str) -> Any:
@@ -90,9 +96,13 @@ def departures(config: Mapping[str, Any], index: Mapping[str, Any] | None = None
     if llm.get("name") != PAPER_LLM:
         out.append(f"llm: {llm.get('name')} (the paper: Qwen2.5-72B-Instruct on vLLM)")
     elif int(llm.get("tensor_parallel_size") or 1) != PAPER_TP:
-        out.append(f"llm.tensor_parallel_size: {llm.get('tensor_parallel_size')} (the paper: 4 x L40S, TP = 4)")
+        out.append(
+            f"llm.tensor_parallel_size: {llm.get('tensor_parallel_size')} (the paper: 4 x L40S, TP = 4)"
+        )
     if str(_value(llm.get("tool_calls"))) == "json_schema":
-        out.append("llm.tool_calls: json_schema (each agent turn decoded under a schema; the paper: native calls)")
+        out.append(
+            "llm.tool_calls: json_schema (each agent turn decoded under a schema; the paper: native calls)"
+        )
     searching = mode in TOOL_MODES or mode == "no_tools"
     for key, (want, words) in PAPER_METHOD.items():
         if not searching and key.startswith(SEARCH_KEYS):
@@ -114,7 +124,9 @@ def departures(config: Mapping[str, Any], index: Mapping[str, Any] | None = None
         if isinstance(sources, Mapping):
             sources = list(sources)
         if isinstance(sources, list) and len(sources) < 6:
-            out.append(f"index sources: {', '.join(map(str, sources))} (the paper: six sources, NEJM included)")
+            out.append(
+                f"index sources: {', '.join(map(str, sources))} (the paper: six sources, NEJM included)"
+            )
     loader = str(_get(config, "benchmark.loader") or "")
     if loader not in PAPER_LOADERS:
         out.append(f"benchmark.loader: {loader} (not one of the paper's item sets; recipe=paper reads them)")

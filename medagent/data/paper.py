@@ -57,7 +57,13 @@ def item_index(question_id: str) -> int | None:
 def _usmle_paper_loader(name: str, step: int) -> None:
     def to_row(position: int, item: dict[str, Any]) -> dict[str, Any]:
         index = item.get("index", position)
-        keep = ("release", "release_question_number", "podgpt_source", "podgpt_question_number", "podgpt_match")
+        keep = (
+            "release",
+            "release_question_number",
+            "podgpt_source",
+            "podgpt_question_number",
+            "podgpt_match",
+        )
         return {
             "id": paper_item_id(name, index) if isinstance(index, int) else None,
             "question": item.get("question"),
@@ -75,7 +81,9 @@ def _usmle_paper_loader(name: str, step: int) -> None:
         return _enumerate(items, to_row)
 
     load.__name__ = f"load_{name}"
-    load.__doc__ = f"The QA paper's USMLE Step {step} items ({PAPER_COUNTS[name]}); ids ``{name}``'s positions."
+    load.__doc__ = (
+        f"The QA paper's USMLE Step {step} items ({PAPER_COUNTS[name]}); ids ``{name}``'s positions."
+    )
 
 
 for _step in (1, 2, 3):
@@ -92,7 +100,9 @@ def _shown_as_paper(row: RawRow) -> RawRow:
     data = row.data
     if row.error is not None or not isinstance(data, dict) or not isinstance(data.get("options"), dict):
         return row
-    options = {k: v.rstrip().removesuffix(".") if isinstance(v, str) else v for k, v in data["options"].items()}
+    options = {
+        k: v.rstrip().removesuffix(".") if isinstance(v, str) else v for k, v in data["options"].items()
+    }
     answer = data.get("answer")
     text = options.get(answer) if isinstance(answer, str) else data.get("answer_text")
     return RawRow(row.row, {**data, "options": options, "answer_text": text})
