@@ -15,7 +15,6 @@ from medagent.config.base import (
     RerankerConfig,
     RetrieverConfig,
 )
-from medagent.config.recipe import RecipeConfig
 from medagent.config.choices import (
     Confidence,
     FinalAnswerCall,
@@ -23,6 +22,7 @@ from medagent.config.choices import (
     RetrievalMode,
     coerce_choices,
 )
+from medagent.config.recipe import RecipeConfig
 
 # Agent turns beside the review batches: comparison, searches, the answer (``AgentConfig.step_budget``).
 STEP_OVERHEAD = 8
