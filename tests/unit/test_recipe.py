@@ -88,3 +88,19 @@ def test_manifest_records_departures_and_old_configs_read_as_default_recipe(tmp_
     old = _compose("agent=full")
     del old["recipe"], old["agent"]["loop"]["feedback"]
     assert upgrade_config(old) == _compose("agent=full")
+
+
+def test_table1_open_baselines_is_one_experiment_and_paper_recipe_names_paper_items() -> None:
+    from pipelines.run_suite import deployment_groups, plan_from_overrides
+
+    with initialize_config_dir(str(CONF), version_base=None):
+        _, cells = plan_from_overrides(["experiment=table1_open_baselines", "recipe=paper", "limit=3"])
+    assert len(cells) == 25 and {c.cfg.agent.mode for c in cells} == {"standalone"}
+    assert {c.cfg.llm.name for c in cells} == {
+        "biomistral-7b", "openbiollm-8b", "openbiollm-70b", "ultramedical-8b", "ultramedical-70b"}  # fmt: skip
+    assert {c.cfg.benchmark.loader for c in cells} == {
+        "usmle_step1_paper", "usmle_step2_paper", "usmle_step3_paper", "medqa_paper", "medexpqa_paper"}  # fmt: skip
+    assert all(
+        str(c.cfg.run_dir).endswith(f"{c.cfg.llm.name}/{c.cfg.benchmark.name}-standalone") for c in cells
+    )
+    assert len(deployment_groups(cells)) == 5  # each LLM deployed once for its five benchmarks
