@@ -186,6 +186,12 @@ def table3(
 GPT4_ACCURACY = {"usmle_step1": 0.8067, "usmle_step2": 0.8167, "usmle_step3": 0.8978, "medqa": 0.7887}
 
 
+def _ratio_cells(ratio: float | None, lo: float | None, hi: float | None) -> list[str]:
+    if ratio is None or lo is None or hi is None:
+        return [NA, NA]
+    return [f"{100 * ratio:+.2f}", f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"]
+
+
 def top_r_table(
     runs: Sequence[Run],
     acc: dict[Path, BenchmarkMetrics],
@@ -226,8 +232,7 @@ def top_r_table(
         )  # fmt: skip
         t.cells.append([r.key.benchmark, r.key.llm, str(r.key.top_r), str(m.n), pct(m.accuracy),
                         f"[{pct(m.ci95[0])}, {pct(m.ci95[1])}]",
-                        NA if ratio[0] is None else f"{100 * ratio[0]:+.2f}",
-                        NA if ratio[0] is None else f"[{100 * ratio[1]:+.2f}, {100 * ratio[2]:+.2f}]"])  # fmt: skip
+                        *(_ratio_cells(ratio[0], ratio[1], ratio[2]))])  # fmt: skip
     per_bench: dict[tuple[str, str], int] = {}
     for r in sweep:
         per_bench[(r.key.benchmark, r.key.llm)] = per_bench.get((r.key.benchmark, r.key.llm), 0) + 1
