@@ -25,7 +25,7 @@ from medagent.data.loaders import _enumerate, _read_json, load_medexpqa, load_me
 from medagent.data.validate import RawRow
 
 USMLE_PAPER_DIR = "usmle_paper"
-# The paper's counts, checked by the tests and printed beside the merged sets' by ``item_counts``.
+# The paper's counts, checked by the tests and printed beside the merged sets' (medagent.data.counts).
 PAPER_COUNTS = {
     "usmle_step1_paper": 94,
     "usmle_step2_paper": 109,
@@ -112,22 +112,3 @@ def _shown_as_paper(row: RawRow) -> RawRow:
 def load_medexpqa_paper(ctx: LoadContext) -> Iterator[RawRow]:
     """MedExpQA's 125 English test items as the paper's lab showed them: no ``E: "None"``, no final period."""
     return (_shown_as_paper(row) for row in load_medexpqa(ctx))
-
-
-def item_counts(data_root: str | None = None) -> list[tuple[str, int, int, int]]:
-    """``(benchmark, items, rejected, golds that are not an option)`` of each paper set beside its merged
-    or original set, in that order."""
-    from medagent.data.registry import load_benchmark
-
-    out = []
-    for merged, paper in PAPER_SETS.items():
-        for name in (merged, paper):
-            data = load_benchmark(name, data_root=data_root)
-            bad = sum(g.answer not in (q.options or {}) for q, g in data.pairs)
-            out.append((name, len(data), len(data.rejected), bad))
-    return out
-
-
-if __name__ == "__main__":  # python -m medagent.data.paper: the item counts
-    for row in item_counts():
-        print("{:20s} items {:5d}  rejected {}  gold not an option {}".format(*row))
