@@ -176,7 +176,9 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
     n_rejected = rd.write_rejected(data.rejected)
     if n_rejected:
         log.warning("%d malformed rows set aside in %s", n_rejected, rd.rejected)
-    rd.write_json(rd.manifest, build_manifest(config, data.files, previous, run_departures(cfg, config)))
+    departures = run_departures(cfg, config)
+    rd.write_json(rd.manifest, build_manifest(config, data.files, previous, departures))
+    log.info("departures from the QA paper's method: %s", "; ".join(departures) or "none")
 
     searched = None
     if uses_retrieval(cfg):
