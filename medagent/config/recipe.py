@@ -99,7 +99,7 @@ def departures(config: Mapping[str, Any], index: Mapping[str, Any] | None = None
         out.append(
             f"llm.tensor_parallel_size: {llm.get('tensor_parallel_size')} (the paper: 4 x L40S, TP = 4)"
         )
-    if str(_value(llm.get("tool_calls"))) == "json_schema":
+    if mode in TOOL_MODES and str(_value(llm.get("tool_calls"))) == "json_schema":
         out.append(
             "llm.tool_calls: json_schema (each agent turn decoded under a schema; the paper: native calls)"
         )

@@ -218,7 +218,7 @@ def _beside_paper(
     return {
         t.name: t
         for t in (
-            table1_vs_paper(selected, acc, published),
+            table1_vs_paper(selected, acc, published, lab),
             table2_vs_paper(selected, open_metrics, published),
             table3_vs_paper(found, published),
             fig3_vs_paper(top_r, published),

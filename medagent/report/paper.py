@@ -18,7 +18,7 @@ from scipy.stats import binomtest
 from medagent.eval import BenchmarkMetrics, question_outcomes
 from medagent.eval.stats import bootstrap_ci
 from medagent.report.loader import Run
-from medagent.report.published import LabReference, Published, by_item
+from medagent.report.published import LabReference, Published, by_item, paper_benchmark
 from medagent.report.table import NA, Table, pct
 
 # The comparisons of the paired-test table: (baseline, treatment); the difference is treatment - baseline.
@@ -88,10 +88,29 @@ def _by_mode(selected: Sequence[Run]) -> dict[tuple[str, str], dict[str, Run]]:
     return groups
 
 
-def table1_vs_paper(selected: Sequence[Run], acc: dict[Path, BenchmarkMetrics], pub: Published) -> Table:
-    """Table 1 beside the paper: our accuracy with its CI, the published one, Δ (points), in our CI."""
+def lab_bare_72b(benchmark: str, pub: Published, lab: LabReference | None) -> float | None:
+    """The lab's own bare Qwen2.5-72B-Instruct accuracy on ``benchmark`` (the second reference), if stored."""
+    name = paper_benchmark(benchmark)
+    if name == "medexpqa":
+        v = pub.lab_medexpqa.get("Qwen2.5-72B-Instruct")
+        return None if v is None else v / 100
+    if lab is None or not name.startswith("usmle_step"):
+        return None
+    found = lab.accuracy.get(("Qwen2.5-72B-Instruct", int(name[-1])))
+    return None if found is None else found[2] / 100
+
+
+def table1_vs_paper(
+    selected: Sequence[Run],
+    acc: dict[Path, BenchmarkMetrics],
+    pub: Published,
+    lab: LabReference | None = None,
+) -> Table:
+    """Table 1 beside the paper: our accuracy with its CI, the published one, Δ (points), in our CI, and the
+    lab's own bare Qwen2.5-72B on the same items as a second reference."""
     t = Table("table1_vs_paper", "Table 1 beside the paper: accuracy (%), Δ = ours − published (points)")
-    t.columns = ["benchmark", "llm", "mode", "paper row", "n", "ours", "95% CI", "published", "Δ", "in CI"]
+    t.columns = ["benchmark", "llm", "mode", "paper row", "n", "ours", "95% CI", "published", "Δ", "in CI",
+                 "lab bare 72B"]  # fmt: skip
     for r in selected:
         m, row = acc.get(r.path), pub.row_of(r.key.mode, r.key.llm)
         if m is None or row is None:
@@ -99,11 +118,14 @@ def table1_vs_paper(selected: Sequence[Run], acc: dict[Path, BenchmarkMetrics], 
         want = pub.accuracy(row, r.key.benchmark)
         delta = None if want is None else m.accuracy - want
         inside = _inside(want, *m.ci95)
+        bare = lab_bare_72b(r.key.benchmark, pub, lab)
         t.records.append({"benchmark": r.key.benchmark, "llm": r.key.llm, "mode": r.key.mode, "paper_row": row,
                           "n": m.n, "accuracy": m.accuracy, "ci95_lo": m.ci95[0], "ci95_hi": m.ci95[1],
-                          "published": want, "delta": delta, "published_in_ci": inside})  # fmt: skip
+                          "published": want, "delta": delta, "published_in_ci": inside,
+                          "lab_bare_72b": bare})  # fmt: skip
         t.cells.append([r.key.benchmark, r.key.llm, r.key.mode, row, str(m.n), pct(m.accuracy),
-                        f"[{pct(m.ci95[0])}, {pct(m.ci95[1])}]", _f(want), _f(delta, sign=True), inside])  # fmt: skip
+                        f"[{pct(m.ci95[0])}, {pct(m.ci95[1])}]", _f(want), _f(delta, sign=True), inside,
+                        _f(bare)])  # fmt: skip
     if not t.records:
         t.notes.append("no full run (nor a standalone run of a published model) with golds")
     return t

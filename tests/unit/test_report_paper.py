@@ -54,6 +54,7 @@ def test_report_beside_the_paper_on_the_papers_items(tmp_path: Path) -> None:
         t1["usmle_step1_paper"]["accuracy"] == 78 / 94 and t1["usmle_step1_paper"]["published_in_ci"] == "yes"
     )
     assert abs(t1["usmle_step1_paper"]["delta"]) < 1e-4
+    assert t1["usmle_step1_paper"]["lab_bare_72b"] == pytest.approx(0.7872)  # the second reference
     t3 = {(r["benchmark"], r["ablation"]): r for r in report.tables["table3_vs_paper"].records}
     step1 = t3[("usmle_step1_paper", "no_tools")]
     assert step1["difference"] == pytest.approx(1 / 94) and step1["published"] == pytest.approx(0.0107)
