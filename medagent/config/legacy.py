@@ -92,6 +92,7 @@ def upgrade_config(config: Mapping[str, Any]) -> dict[str, Any]:
 QA_ADDED_DEFAULTS: dict[str, Any] = {
     "recipe.name": "default",
     "recipe.item_suffix": "",
+    "recipe.memory": "cache_prune",
     "agent.loop.feedback": "qa_tools",
 }
 

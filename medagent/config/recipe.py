@@ -23,10 +23,14 @@ class RecipeConfig:
         item_suffix: Appended to the name of a benchmark that has a paper item set (``usmle_step1`` ->
             ``usmle_step1_paper``): ``_paper`` under ``recipe=paper``, so a benchmark named on the command
             line or swept by an experiment reads the paper's items.
+        memory: The full agent's memory bank (``conf/agent/full.yaml`` reads it): ``cache_prune`` keeps
+            verified quotes, ``documents`` the grounded documents (the paper's). Set here, not on
+            ``agent.loop.memory``, so the ablations that change the memory keep theirs under any recipe.
     """
 
     name: str = "default"
     item_suffix: str = ""
+    memory: str = "cache_prune"
 
 
 # The QA paper's method, as flat dotted keys of a run's config -> (value, what it is in the paper's words).

@@ -50,7 +50,7 @@ def test_recipe_paper_sets_every_knob_of_the_method() -> None:
     assert c["reranker"]["name"] == "gte-qwen2-7b-4bit" and c["reranker"]["top_r"] == 32
     # The paper's item sets: a benchmark named as usual reads the paper's items.
     assert c["benchmark"] == {"name": "usmle_step2_paper", "loader": "usmle_step2_paper", "options": {}}
-    assert c["recipe"] == {"name": "paper", "item_suffix": "_paper"}
+    assert c["recipe"] == {"name": "paper", "item_suffix": "_paper", "memory": "documents"}
     assert departures(c) == []
     index = {"embedder": {"name": "specter", "model": "allenai-specter"}, "sources": dict.fromkeys("abcdef")}
     assert departures(c, index) == []
@@ -104,3 +104,10 @@ def test_table1_open_baselines_is_one_experiment_and_paper_recipe_names_paper_it
         str(c.cfg.run_dir).endswith(f"{c.cfg.llm.name}/{c.cfg.benchmark.name}-standalone") for c in cells
     )
     assert len(deployment_groups(cells)) == 5  # each LLM deployed once for its five benchmarks
+
+
+def test_recipe_paper_keeps_each_ablations_own_memory() -> None:
+    memory = {mode: _compose("recipe=paper", f"agent={mode}")["agent"]["loop"]["memory"]
+              for mode in ("full", "no_cache_prune", "no_search", "gated")}  # fmt: skip
+    assert memory == {"full": "documents", "no_cache_prune": "context", "no_search": "none", "gated": None}
+    assert _compose("agent=full")["agent"]["loop"]["memory"] == "cache_prune"
