@@ -72,6 +72,19 @@ def run_config(cfg: RunConfig) -> dict[str, Any]:
     return config
 
 
+def run_departures(cfg: RunConfig, config: dict[str, Any]) -> list[str]:
+    """Where this run departs from the QA paper's method (``medagent.config.recipe.departures``), its index's
+    embedder and sources included when it searches."""
+    from medagent.config.recipe import departures
+    from medagent.retrieval.layout import IndexLayout
+
+    index = None
+    if uses_retrieval(cfg) and cfg.index_dir:
+        path = IndexLayout(cfg.index_dir).manifest
+        index = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return departures(config, index)
+
+
 def worker_rows(todo: list[Question], open_ended: bool) -> list[dict[str, str]]:
     """The rows Ray Data ships to the agent workers: questions only (golds stay in the driver), and in an
     open-ended run without their options (defence in depth: the agents ignore them too)."""
@@ -163,7 +176,9 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
     n_rejected = rd.write_rejected(data.rejected)
     if n_rejected:
         log.warning("%d malformed rows set aside in %s", n_rejected, rd.rejected)
-    rd.write_json(rd.manifest, build_manifest(config, data.files, previous))
+    departures = run_departures(cfg, config)
+    rd.write_json(rd.manifest, build_manifest(config, data.files, previous, departures))
+    log.info("departures from the QA paper's method: %s", "; ".join(departures) or "none")
 
     searched = None
     if uses_retrieval(cfg):

@@ -6,6 +6,10 @@ grounded is pruned (its text dropped) when the next batch is opened or the quest
 ``ceil(R / B)`` batches are reviewed per question. The final answer sees the cached evidence only, never
 the raw retrieved documents.
 
+With ``keep_documents`` (``agent.loop.memory: documents``, the bank as the paper describes it: "stores the
+grounded evidence", "removes documents that are not grounded") a grounded document is kept whole, and the
+final answer reads those documents instead of the quotes alone.
+
 The bank is plain data so an actor can keep ``question_id -> MemoryBank`` in its state and inspect it.
 """
 
@@ -20,6 +24,8 @@ from typing import Any
 
 from medagent.api import Doc
 
+# Memory kinds (``agent.loop.memory``) that review documents in batches through this bank.
+BANK_KINDS = frozenset({"cache_prune", "documents"})
 # Quotes shorter than this (after normalisation) would match almost any document, so they never verify.
 MIN_QUOTE_CHARS = 8
 _ELLIPSIS = re.compile(r"\.\.\.+|…")
@@ -92,11 +98,14 @@ class MemoryBank:
         question_id: The question this bank belongs to.
         batch_size: B, documents per review batch.
         top_r: R, documents kept per search; bounds the review to ``ceil(R / B)`` batches.
+        keep_documents: Keep each grounded document whole (``kept``), not only its quotes.
     """
 
     question_id: str
     batch_size: int = 4
     top_r: int = 32
+    keep_documents: bool = False
+    kept: dict[str, Doc] = field(default_factory=dict)
     queue: deque[str] = field(default_factory=deque)
     docs: dict[str, Doc] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
@@ -192,8 +201,14 @@ class MemoryBank:
         self.docs.pop(handle, None)
         self.in_context.append(Evidence(handle, doc.id, doc.source, doc.title, text, False, "context"))
 
+    def grounded_documents(self) -> list[tuple[str, Doc]]:
+        """The grounded documents held whole (``keep_documents``), in the order they were grounded."""
+        held = {**self.kept, **{h: d for h, d in self.docs.items() if h in self.grounded}}
+        return [(h, held[h]) for h in self.grounded if h in held] if self.keep_documents else []
+
     def finish(self) -> None:
-        """Prunes the last batch and drops every held document text; the cached evidence stays."""
+        """Prunes the last batch and drops every held document text; the cached evidence (and, with
+        ``keep_documents``, the grounded documents) stays."""
         self._prune_pending()
         self.docs.clear()
 
@@ -213,12 +228,16 @@ class MemoryBank:
             "evidence": len(self.evidence),
             "unverified": len(self.unverified),
             "in_context": len(self.in_context),
+            "kept_documents": len(self.kept),
         }
 
     def _prune_pending(self) -> None:
         for handle in self.pending:
             if handle not in self.grounded:
                 self.pruned.append(handle)
-            # Grounded or not, the text leaves memory: a grounded document lives on as its quotes.
+            elif self.keep_documents and handle in self.docs:
+                self.kept[handle] = self.docs[handle]
+            # Grounded or not, the text leaves the review: a grounded document lives on as its quotes
+            # (and whole in ``kept`` when the bank keeps documents).
             self.docs.pop(handle, None)
         self.pending = []

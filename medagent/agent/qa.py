@@ -20,9 +20,9 @@ from typing import Any
 from medagent.agent.answers import answer_schema, parse_choice, parse_json_object
 from medagent.agent.base import register_agent
 from medagent.agent.episode import Episode, FinalAnswer, MemorySnapshot, ModelTurn, Observation, ToolStep
-from medagent.agent.memory import MemoryBank
+from medagent.agent.memory import BANK_KINDS, MemoryBank
 from medagent.agent.provenance import snapshot_fields
-from medagent.agent.render import evidence_block
+from medagent.agent.render import documents_block, evidence_block
 from medagent.agent.services import AgentDeps, Reranker, Retriever
 from medagent.agent.toolargs import ToolError
 from medagent.agent.toolcalls import ParsedReply, parse_reply
@@ -45,6 +45,14 @@ from medagent.types import INVALID, Prediction, Question
 
 # What is kept of a cut-off reply in the conversation: enough to show the model where it went wrong.
 KEPT_REPLY_CHARS = 600
+
+
+def bank_block(memory: MemoryBank, max_chars: int) -> str:
+    """The memory bank as the final answer reads it: the grounded documents when the bank keeps them,
+    else the verified quotes."""
+    if memory.keep_documents:
+        return documents_block(memory.grounded_documents(), max_chars)
+    return evidence_block(memory.evidence)
 
 
 @dataclass
@@ -104,7 +112,12 @@ class QAAgent:
 
     def new_memory(self, question: Question) -> MemoryBank:
         """An empty memory bank sized by the config (the actor may keep it by question id)."""
-        return MemoryBank(question.id, batch_size=self.cfg.loop.batch_size, top_r=self.cfg.retrieval.top_r)
+        return MemoryBank(
+            question.id,
+            batch_size=self.cfg.loop.batch_size,
+            top_r=self.cfg.retrieval.top_r,
+            keep_documents=self.memory_kind == "documents",
+        )
 
     async def answer(self, question: Question, memory: MemoryBank | None = None) -> Prediction:
         """Answers one question; ``memory`` (filled in place) is created when not given."""
@@ -119,7 +132,8 @@ class QAAgent:
             tools=[
                 {"name": n, "description": tool_schemas([n])[0]["function"]["description"]} for n in names
             ],
-            search=self.memory_kind == "cache_prune",
+            search=self.memory_kind in BANK_KINDS,
+            keep=self.memory_kind,
             batch_size=memory.batch_size,
             max_batches=memory.max_batches,
             open_ended=open_ended,
@@ -263,8 +277,9 @@ class QAAgent:
             run.add(FinalAnswer({"reason": reason, "source": "model", "answer": candidate}))
             return candidate, candidate
         prompt = self.prompt_final.render(
-            memory=self.memory_kind == "cache_prune",
-            evidence=evidence_block(run.memory.evidence),
+            memory=self.memory_kind in BANK_KINDS,
+            keep=self.memory_kind,
+            evidence=bank_block(run.memory, self.cfg.loop.doc_max_chars),
             question=run.question.text,
             options=run.options,
         )

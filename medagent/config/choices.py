@@ -104,6 +104,9 @@ class Memory(Choice):
     paper (Jia et al.), straight into the conversation ("w/o Cache & Prune"), or nothing."""
 
     cache_prune = "cache_prune"
+    # The memory bank as the paper describes it: the grounded documents themselves are kept (cut to
+    # ``doc_max_chars``) and the final answer reads them; ``cache_prune`` keeps only verified quotes.
+    documents = "documents"
     context = "context"
     none = "none"
 

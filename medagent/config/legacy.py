@@ -73,11 +73,28 @@ def upgrade_config(config: Mapping[str, Any]) -> dict[str, Any]:
     recorded with the groups comes back equal. The input is not changed."""
     out = copy.deepcopy(dict(config))
     agent = out.get("agent")
-    if not isinstance(agent, Mapping) or "constrained_answer" not in agent:
-        # Grouped already, or not a QA run's config (the history-taking agent never had that key).
+    if isinstance(agent, Mapping) and "constrained_answer" in agent:
+        out["agent"] = agent = _grouped(agent, AGENT_MOVES)
+    # Not a QA run's config (the history-taking agent has no ``retrieval.top_r``): nothing more to add.
+    if not isinstance(agent, Mapping) or "top_r" not in (agent.get("retrieval") or {}):
         return out
-    out["agent"] = _grouped(agent, AGENT_MOVES)
+    # Settings added later, with the values every earlier run had.
+    for path, value in QA_ADDED_DEFAULTS.items():
+        *parents, leaf = path.split(".")
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+        node.setdefault(leaf, value)
     return out
+
+
+# A QA run's settings that older manifests lack, and the value those runs ran with.
+QA_ADDED_DEFAULTS: dict[str, Any] = {
+    "recipe.name": "default",
+    "recipe.item_suffix": "",
+    "recipe.memory": "cache_prune",
+    "agent.loop.feedback": "qa_tools",
+}
 
 
 def upgrade_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:

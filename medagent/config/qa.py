@@ -22,6 +22,7 @@ from medagent.config.choices import (
     RetrievalMode,
     coerce_choices,
 )
+from medagent.config.recipe import RecipeConfig
 
 # Agent turns beside the review batches: comparison, searches, the answer (``AgentConfig.step_budget``).
 STEP_OVERHEAD = 8
@@ -101,8 +102,8 @@ class ToolLoopConfig:
     its budgets; the paper's defaults."""
 
     # The tools the mode offers (besides final_answer; open-ended questions add generate_options) and what
-    # a search does with its results: cache_prune (the paper's memory bank), context (straight into the
-    # conversation: "w/o Cache & Prune") or none. None: the mode's defaults (medagent.agent.tools).
+    # a search does with its results: cache_prune (verified quotes), documents (the grounded documents,
+    # the paper's memory bank), context (straight into the conversation: "w/o Cache & Prune") or none. None: the mode's defaults (medagent.agent.tools).
     tools: list[str] | None = None
     memory: Memory | None = None
     # B, documents per relevance_analysis batch; at most ceil(top_r / batch_size) batches per question.
@@ -123,6 +124,9 @@ class ToolLoopConfig:
     doc_max_chars: int = 3000
     # Candidate answers generate_options asks for (open-ended mode).
     n_options: int = 5
+    # The texts tools send back (``prompts/feedback/<name>.yaml``): ``qa_tools`` names the tool to call
+    # next after each result; ``qa_tools_plain`` reports the result only, as the paper's tools do.
+    feedback: str = "qa_tools"
 
     def __post_init__(self) -> None:
         coerce_choices(self, "agent.loop")
@@ -258,6 +262,8 @@ class OpenScoringConfig:
 class RunConfig:
     """The whole run; what ``pipelines/run_benchmark.py`` composes."""
 
+    # Which method the other groups were set for (conf/recipe/): recorded, and read by ``recipe.departures``.
+    recipe: RecipeConfig = field(default_factory=RecipeConfig)
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)

@@ -6,6 +6,7 @@ Importing this package registers the built-in benchmarks (``medagent.data.loader
 from __future__ import annotations
 
 from medagent.data import loaders as _loaders  # noqa: F401  (registers the built-in benchmarks)
+from medagent.data import paper as _paper  # noqa: F401  (the QA paper's item sets)
 from medagent.data.registry import (
     BenchmarkData,
     list_benchmarks,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medagent.data import loaders  # noqa: F401  (the built-in benchmarks register here)
+from medagent.data import loaders, paper  # noqa: F401  (the built-in benchmarks register here)
 from medagent.data.base import BENCHMARKS, LoadContext, Loader, register_benchmark
 from medagent.data.validate import validate_rows
 

@@ -80,8 +80,8 @@ def fig2b(table: Table, path: Path) -> Path | None:
 
 def fig3(table: Table, path: Path) -> Path | None:
     """Accuracy vs TopR per benchmark (and LLM), log2 x axis, 95% CI error bars: as the QA paper plots it, the
-    difference in points from the reference (Table 1's GPT-4) where a benchmark has one, with absolute
-    accuracy beside it."""
+    ratio to the reference (Table 1's GPT-4) minus 1 where a benchmark has one, with absolute accuracy beside
+    it."""
     if not table.records:
         return None
     plt = _pyplot()
@@ -100,10 +100,8 @@ def fig3(table: Table, path: Path) -> Path | None:
                 continue
             xs = [p["top_r"] for p in points]
             ys = [100 * p[key] for p in points]
-            err = [
-                [100 * (p["accuracy"] - p["ci95_lo"]) for p in points],
-                [100 * (p["ci95_hi"] - p["accuracy"]) for p in points],
-            ]
+            lo, hi = ("ci95_lo", "ci95_hi") if key == "accuracy" else ("vs_reference_lo", "vs_reference_hi")
+            err = [[100 * (p[key] - p[lo]) for p in points], [100 * (p[hi] - p[key]) for p in points]]
             ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
         ax.set_xscale("log", base=2)
         top_rs = sorted({r["top_r"] for r in table.records})
@@ -115,7 +113,7 @@ def fig3(table: Table, path: Path) -> Path | None:
     axes[0][-1].set_title("Accuracy vs TopR")
     if relative:
         axes[0][0].axhline(0.0, color="grey", linewidth=0.8)
-        axes[0][0].set_ylabel(f"accuracy - {ref} (points)")
+        axes[0][0].set_ylabel(f"accuracy / {ref} - 1 (%)")
         axes[0][0].set_title(f"Relative to {ref} (the QA paper's Fig. 3)")
     return _save(plt, fig, path)
 

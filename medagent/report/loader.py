@@ -48,6 +48,8 @@ class Run:
     # Predictions whose trace file exists (their ``trace`` is loaded).
     n_traced: int = 0
     notes: list[str] = field(default_factory=list)
+    # Where the run departs from the paper's method (its manifest's ``departures``; None: not recorded).
+    departures: list[str] | None = None
 
     @property
     def name(self) -> str:
@@ -140,6 +142,8 @@ def load_run(path: Path) -> tuple[Run | None, list[str]]:
     if not golds:
         notes.append(f"{path}: no golds.jsonl; the run cannot be scored")
     run = Run(path, key, config, predictions, golds, metrics, n_traced)
+    found = (manifest or {}).get("departures")
+    run.departures = [str(d) for d in found] if isinstance(found, list) else None
     return run, notes
 
 

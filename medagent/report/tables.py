@@ -14,11 +14,12 @@ from typing import Any
 from medagent.eval import BenchmarkMetrics, TextScorer, question_outcomes, score, score_open_ended
 from medagent.llm.usage import UsageRecord
 from medagent.report.loader import Run, labels
+from medagent.report.published import paper_benchmark
 from medagent.report.table import NA, Table, pct
 from medagent.report.usage import llm_calls, tool_calls
 
 # Table 3's ablations of the full agent (paper: w/o Tools, w/o Cache & Prune, w/o Evidence Search) and the
-# standalone LLM; relative drop = (full - ablation) / full.
+# standalone LLM; each is shown as full - ablation in accuracy points, the paper's reading (1.07 = 82.98 - 81.91).
 ABLATIONS = ("no_tools", "no_cache_prune", "no_search", "standalone")
 
 
@@ -141,8 +142,9 @@ def table2(selected: Sequence[Run], open_metrics: dict[Path, dict[str, Any]]) ->
 def table3(
     selected: Sequence[Run], acc: dict[Path, BenchmarkMetrics], modes: Sequence[str] = ABLATIONS
 ) -> Table:
-    """Table 3: accuracy of the full agent and each ablation, with the relative drop (%) vs full."""
-    t = Table("table3_ablations", "Table 3. Ablations: accuracy (%) and relative change vs full")
+    """Table 3: accuracy of the full agent and each ablation, with its difference from full in accuracy
+    points (the paper's convention; docs/PAPER_CONVENTIONS.md)."""
+    t = Table("table3_ablations", "Table 3. Ablations: accuracy (%) and change vs full (accuracy points)")
     t.columns = ["benchmark", "llm", "full", *modes]
     groups: dict[tuple[str, str], dict[str, Run]] = {}
     for r in selected:
@@ -163,13 +165,13 @@ def table3(
                 missing.append(mode)
                 continue
             a = acc[run.path].accuracy
-            drop = (full - a) / full if full else None
+            drop = full - a
             t.records.append({
                 "benchmark": bench, "llm": llm, "mode": mode, "accuracy": a, "full_accuracy": full,
-                "relative_drop": drop, "n": acc[run.path].n, "full_n": acc[by_mode["full"].path].n,
+                "drop_points": drop, "n": acc[run.path].n, "full_n": acc[by_mode["full"].path].n,
             })  # fmt: skip
-            # Shown as the signed relative change (a drop is negative); the CSV keeps the drop itself.
-            cells.append(f"{pct(a)} ({NA if drop is None else f'{-100 * drop:+.2f}%'})")
+            # Shown as the signed change in points (a drop is negative); the CSV keeps the drop itself.
+            cells.append(f"{pct(a)} ({-100 * drop:+.2f})")
         t.cells.append(cells)
         if missing:
             t.notes.append(f"{bench} / {llm}: no run for {', '.join(missing)}")
@@ -178,10 +180,16 @@ def table3(
     return t
 
 
-# Table 1's GPT-4 accuracy per benchmark, the reference of the QA paper's Fig. 3 (whose "relative" change is the
-# difference in accuracy points). MedQA's is derived from the text (73.29% is "5.58% below GPT-4");
-# MedExpQA has none ("GPT-4 was not available").
+# Table 1's GPT-4 accuracy per benchmark, the reference of the QA paper's Fig. 3 (whose values are the ratio
+# accuracy / GPT-4 - 1: Step 2, 86.24 / 81.67 - 1 = +5.60 %). MedQA's is derived from the text (73.29% is "5.58%
+# below GPT-4"); MedExpQA has none ("GPT-4 was not available"). conf/published/qa_paper.yaml holds the same.
 GPT4_ACCURACY = {"usmle_step1": 0.8067, "usmle_step2": 0.8167, "usmle_step3": 0.8978, "medqa": 0.7887}
+
+
+def _ratio_cells(ratio: float | None, lo: float | None, hi: float | None) -> list[str]:
+    if ratio is None or lo is None or hi is None:
+        return [NA, NA]
+    return [f"{100 * ratio:+.2f}", f"[{100 * lo:+.2f}, {100 * hi:+.2f}]"]
 
 
 def top_r_table(
@@ -191,26 +199,40 @@ def top_r_table(
     reference: Mapping[str, float] | None = None,
     reference_name: str = "GPT-4",
 ) -> Table:
-    """The data of Fig. 3: accuracy of the ``mode`` agent at each TopR, per benchmark (and LLM), with its
-    difference in points from ``reference`` (benchmark -> accuracy) where the benchmark has one."""
+    """The data of Fig. 3: accuracy of the ``mode`` agent at each TopR, per benchmark (and LLM), and as the
+    paper plots it, the ratio to ``reference`` (benchmark -> accuracy) minus 1 where the benchmark has one
+    (a paper item set, ``usmle_step1_paper``, takes its benchmark's reference)."""
     reference = GPT4_ACCURACY if reference is None else reference
-    t = Table("fig3_top_r", f"Fig. 3 data. Accuracy (%) vs TopR ({mode} agent), and vs {reference_name}")
-    t.columns = ["benchmark", "llm", "top_r", "n", "accuracy", "95% CI", f"vs {reference_name} (points)"]
+    t = Table(
+        "fig3_top_r", f"Fig. 3 data. Accuracy (%) vs TopR ({mode} agent), and ÷ {reference_name} − 1 (%)"
+    )
+    t.columns = [
+        "benchmark",
+        "llm",
+        "top_r",
+        "n",
+        "accuracy",
+        "95% CI",
+        f"÷ {reference_name} − 1",
+        "its 95% CI",
+    ]
     sweep = sorted(
         (r for r in runs if r.key.mode == mode and r.path in acc and r.key.top_r is not None),
         key=lambda r: (r.key.benchmark, r.key.llm, r.key.top_r or 0),
     )
     for r in sweep:
         m = acc[r.path]
-        ref = reference.get(r.key.benchmark)
-        delta = None if ref is None else m.accuracy - ref
+        ref = reference.get(r.key.benchmark, reference.get(paper_benchmark(r.key.benchmark)))
+        # The reference is a constant, so the ratio's CI is the accuracy's CI divided by it.
+        ratio = [None if not ref else x / ref - 1 for x in (m.accuracy, *m.ci95)]
         t.records.append(
             {**_key_record(r), "n": m.n, "accuracy": m.accuracy, "ci95_lo": m.ci95[0], "ci95_hi": m.ci95[1],
-             "reference": ref, "reference_name": reference_name, "vs_reference": delta}
+             "reference": ref, "reference_name": reference_name, "vs_reference": ratio[0],
+             "vs_reference_lo": ratio[1], "vs_reference_hi": ratio[2]}
         )  # fmt: skip
         t.cells.append([r.key.benchmark, r.key.llm, str(r.key.top_r), str(m.n), pct(m.accuracy),
                         f"[{pct(m.ci95[0])}, {pct(m.ci95[1])}]",
-                        NA if delta is None else f"{100 * delta:+.2f}"])  # fmt: skip
+                        *(_ratio_cells(ratio[0], ratio[1], ratio[2]))])  # fmt: skip
     per_bench: dict[tuple[str, str], int] = {}
     for r in sweep:
         per_bench[(r.key.benchmark, r.key.llm)] = per_bench.get((r.key.benchmark, r.key.llm), 0) + 1

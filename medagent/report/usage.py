@@ -32,17 +32,25 @@ MAX_BIN = 8
 BINS = tuple(str(i) for i in range(1, MAX_BIN + 1)) + (f">{MAX_BIN}",)
 
 
-def tool_calls(pred: Prediction, executed: bool = True) -> Counter[str]:
-    """Calls per tool in one question's trace: those the tool ran (``executed``), else those the agent
-    refused to run (malformed, repeated, unknown, over the per-reply limit). Traces written before the
-    ``executed`` field count every call as executed."""
+def call_status(step: dict[str, Any]) -> str:
+    """``worked`` (the tool ran and did its work), ``no_op`` (it ran but raised a ``ToolError``: nothing to
+    review, a document not in the batch, ...) or ``refused`` (the agent did not run it: malformed, repeated,
+    unknown, over the per-reply limit). Traces written before ``executed`` / ``ok`` count as worked."""
+    if not bool(step.get("executed", True)):
+        return "refused"
+    return "worked" if bool(step.get("ok", True)) else "no_op"
+
+
+def tool_calls(pred: Prediction, status: str = "worked") -> Counter[str]:
+    """Calls per tool in one question's trace whose ``call_status`` is ``status``; Fig. 2 counts only the
+    calls that did work, as the paper's counts are of tools that ran."""
     return Counter(
         str(s.get("tool"))
         for s in pred.trace
         if isinstance(s, dict)
         and s.get("kind") == "tool"
         and s.get("tool") != ANSWER_TOOL
-        and bool(s.get("executed", True)) == executed
+        and call_status(s) == status
     )
 
 
@@ -94,27 +102,39 @@ def _tool_order(counts: Sequence[Counter[str]], preferred: Sequence[str]) -> lis
 
 def tool_usage_table(runs: Sequence[Run], modes: Sequence[str], tools: Sequence[str] = PAPER_TOOLS) -> Table:
     """Fig. 2a's data: mean invocations of each tool per question, per run (traced questions only)."""
-    t = Table("fig2a_tool_calls", "Fig. 2a data. Mean executed calls per tool per question (refused apart)")
+    t = Table(
+        "fig2a_tool_calls",
+        "Fig. 2a data. Mean calls per tool per question that did work (refused and no-op apart)",
+    )
     used, t.notes = traced(runs, modes)
     per_run = {r.path: [tool_calls(p) for p in r.predictions if p.trace] for r in used}
     order = _tool_order([sum(c, Counter()) for c in per_run.values()], tools)
     names = labels(used)
-    t.columns = ["run", "n", *order, "refused/q"]
+    t.columns = ["run", "n", *order, "refused/q", "no-op/q"]
     for r in used:
         counts = per_run[r.path]
-        refused = [tool_calls(p, executed=False) for p in r.predictions if p.trace]
+        refused = [tool_calls(p, "refused") for p in r.predictions if p.trace]
+        no_op = [tool_calls(p, "no_op") for p in r.predictions if p.trace]
         n = len(counts)
         means = {tool: sum(c[tool] for c in counts) / n if n else 0.0 for tool in order}
         t.records += [
             {"label": names[r.path], "benchmark": r.key.benchmark, "llm": r.key.llm, "mode": r.key.mode,
              "top_r": r.key.top_r, "tool": tool, "n": n, "mean_calls": means[tool],
              "total_calls": sum(c[tool] for c in counts), "total_refused": sum(c[tool] for c in refused),
-             "mean_refused": sum(c[tool] for c in refused) / n if n else 0.0}
+             "mean_refused": sum(c[tool] for c in refused) / n if n else 0.0,
+             "total_no_op": sum(c[tool] for c in no_op), "mean_no_op": sum(c[tool] for c in no_op) / n if n else 0.0}
             for tool in order
         ]  # fmt: skip
         all_refused = sum(sum(c.values()) for c in refused) / n if n else 0.0
+        all_no_op = sum(sum(c.values()) for c in no_op) / n if n else 0.0
         t.cells.append(
-            [names[r.path], str(n), *(f"{means[tool]:.2f}" for tool in order), f"{all_refused:.2f}"]
+            [
+                names[r.path],
+                str(n),
+                *(f"{means[tool]:.2f}" for tool in order),
+                f"{all_refused:.2f}",
+                f"{all_no_op:.2f}",
+            ]
         )
     if not used:
         t.notes.append(f"no traced run of mode {', '.join(modes)}")

@@ -77,9 +77,17 @@ def file_checksums(paths: Iterable[Path]) -> dict[str, str]:
 
 
 def build_manifest(
-    config: dict[str, Any], data_files: Iterable[Path], previous: dict[str, Any] | None = None, **extra: Any
+    config: dict[str, Any],
+    data_files: Iterable[Path],
+    previous: dict[str, Any] | None = None,
+    departures: list[str] | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
-    """A manifest for this invocation; earlier invocations of the same run dir are kept in ``history``."""
+    """A manifest for this invocation; earlier invocations of the same run dir are kept in ``history``.
+
+    ``departures``: where the run's method differs from the paper it reproduces (``medagent.config.recipe``),
+    one sentence each; recorded (an empty list: none found) only when given.
+    """
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     invocation = {"started": now, "argv": sys.argv, "git_sha": git_sha(), **extra}
     history = list((previous or {}).get("history", [])) + [invocation]
@@ -93,4 +101,5 @@ def build_manifest(
         "prompts": prompt_versions(),
         "data_checksums": file_checksums(data_files),
         "history": history,
+        **({} if departures is None else {"departures": list(departures)}),
     }

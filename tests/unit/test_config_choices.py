@@ -50,7 +50,7 @@ SHARED = {
     "retriever.mode": "dense, bm25, hybrid",
 }
 QA_AGENT = {
-    "agent.loop.memory": "cache_prune, context, none",
+    "agent.loop.memory": "cache_prune, documents, context, none",
     "agent.answer.final_answer_call": "always, fallback",
     "agent.retrieval.mode": "dense, bm25, hybrid",
     "agent.gate.confidence": "auto, logprobs, samples",
@@ -168,7 +168,8 @@ def test_index_configs_built_in_python_are_checked_too() -> None:
 
 def test_configs_built_in_python_are_checked_too() -> None:
     with pytest.raises(
-        ValueError, match="agent.loop.memory must be one of cache_prune, context, none, got 'cahce'"
+        ValueError,
+        match="agent.loop.memory must be one of cache_prune, documents, context, none, got 'cahce'",
     ):
         agent_config(memory="cahce")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="agent.questioning.policy must be one of order, information"):

@@ -18,6 +18,7 @@ from medagent.data import (
     resolve_data_root,
 )
 from medagent.data.loaders import parse_choices
+from medagent.data.paper import PAPER_COUNTS, item_index
 from medagent.data.validate import RAW_LIMIT, RawRow, validate_row
 from medagent.types import Gold, Rejected
 
@@ -340,3 +341,48 @@ def test_resolve_data_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
         assert "MEDAGENT_DATA" in str(exc) and "data_root=" in str(exc)
     else:
         assert found.name == "data" and found.parent.name == "shared"
+
+
+# ---------------------------------------------------------------- the QA paper's item sets
+
+
+@pytest.mark.parametrize(("name", "n_items"), sorted(PAPER_COUNTS.items()))
+def test_paper_item_sets(data_root: Path, name: str, n_items: int) -> None:
+    if not (data_root / "usmle_paper").is_dir() and name.startswith("usmle"):
+        pytest.skip("usmle_paper/ is not in this data root")
+    data = _load(name, data_root)
+    assert (data.name, len(data.pairs), data.rejected) == (name, n_items, [])
+    assert len({q.id for q, _ in data.pairs}) == n_items
+    assert all(g.answer in (q.options or {}) for q, g in data.pairs)  # every gold is an option
+
+
+def test_paper_counts_are_the_papers() -> None:
+    # 82.98 % = 78/94, 86.24 % = 94/109, 88.52 % = 108/122 (docs/PAPER_CONVENTIONS.md).
+    for name, correct, pct in (("usmle_step1_paper", 78, 82.98), ("usmle_step2_paper", 94, 86.24),
+                               ("usmle_step3_paper", 108, 88.52)):  # fmt: skip
+        assert round(100 * correct / PAPER_COUNTS[name], 2) == pct
+
+
+def test_paper_ids_carry_the_lab_index(data_root: Path) -> None:
+    if not (data_root / "usmle_paper").is_dir():
+        pytest.skip("usmle_paper/ is not in this data root")
+    data = _load("usmle_step1_paper", data_root)
+    q, _ = data.pairs[47]
+    assert q.id == "usmle_step1-paper-47" and item_index(q.id) == 47 == q.metadata["index"]
+    assert item_index("step1-47") is None
+
+
+def test_medexpqa_paper_options_as_shown(data_root: Path) -> None:
+    plain = {q.id: q for q, _ in _load("medexpqa", data_root).pairs}
+    paper = _load("medexpqa_paper", data_root).pairs
+    assert {q.id for q, _ in paper} == set(plain)
+    assert sum(len(q.options or {}) == 4 for q, _ in paper) == 67  # "E: None" is not shown
+    q, g = paper[0]
+    assert q.options == {"A": "Marfan syndrome", "B": "Von-Willebrand's disease", "C": "Ehlers-Danlos disease",
+                         "D": "Hemophilia A", "E": "Bernard-Soulier disease"}  # fmt: skip
+    assert g.answer == "D" and g.answer_text == "Hemophilia A"
+
+
+def test_medqa_paper_is_medqa(data_root: Path) -> None:
+    a, b = _load("medqa", data_root).pairs, _load("medqa_paper", data_root).pairs
+    assert [(q.text, q.options, g.answer) for q, g in a] == [(q.text, q.options, g.answer) for q, g in b]

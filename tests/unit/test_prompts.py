@@ -22,6 +22,7 @@ VARIABLES = {
     "n_options": 5,
     "documents": '<document id="D1" source="s" title="t">text</document>',
     "memory": True,
+    "keep": "documents",
     "evidence": '<evidence id="D1" source="s" title="t">text</evidence>',
     # history_* prompts (medagent.history)
     "summary": "Q? cough for 3 days",
@@ -73,10 +74,24 @@ FEEDBACK_VARIABLES = {"detail": "d", "open_ended": False, "error": "e", "tool": 
 def test_every_feedback_text_renders() -> None:
     from medagent.prompts import list_feedback, load_feedback
 
-    assert list_feedback() == ["qa_agent", "qa_tools"]
+    assert list_feedback() == ["qa_agent", "qa_tools", "qa_tools_plain"]
+    # A tool-feedback variant is chosen by config (agent.loop.feedback): every key must be in each.
+    assert load_feedback("qa_tools_plain").texts.keys() == load_feedback("qa_tools").texts.keys()
     for name in list_feedback():
         feedback = load_feedback(name)
         for key in feedback.texts:
             assert feedback.text(key, **FEEDBACK_VARIABLES), (name, key)
     with pytest.raises(jinja2.UndefinedError):
         load_feedback("qa_agent").text("repeat")
+
+
+def test_plain_tool_feedback_names_no_next_tool() -> None:
+    from medagent.prompts import load_feedback
+
+    plain = load_feedback("qa_tools_plain")
+    for key in plain.texts:
+        text = plain.text(key, **FEEDBACK_VARIABLES)
+        assert not any(
+            f"call {t}" in text.lower()
+            for t in ("relevance_analysis", "locate_evidence", "final_answer", "enable_search")
+        ), key

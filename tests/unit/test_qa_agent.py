@@ -342,3 +342,30 @@ def test_prediction_round_trips_with_evidence() -> None:
     pred = asyncio.run(agent.answer(Q))
     again = Prediction.from_dict(json.loads(json.dumps(pred.to_dict())))
     assert again == pred and again.evidence[0]["doc_id"] == "doc1"
+
+
+def test_documents_memory_keeps_the_grounded_documents_for_the_answer() -> None:
+    model = AgentModel(list(FULL_SCRIPT))
+    agent, _, _ = _agent(model, top_k=32, top_r=8, batch_size=4, memory="documents")
+    pred = asyncio.run(agent.answer(Q))
+    assert pred.answer == "B" and pred.error is None
+    memory = _steps(pred, "memory")[0]
+    assert memory["grounded"] == ["D1"] and memory["pruned"] == ["D2", "D3", "D4"]
+    assert memory["kept_documents"] == 1
+    # The answer reads the grounded document whole (the paper's M_i); ungrounded ones are gone.
+    text = json.dumps(model.of_kind("final")[0]["messages"])
+    assert '<document id=\\"D1\\"' in text and "Document 1 text" in text and "Document 2 text" not in text
+    assert "the documents you grounded" in text
+
+
+def test_plain_feedback_gives_results_without_next_step_hints() -> None:
+    hinted, plain = AgentModel(list(FULL_SCRIPT)), AgentModel(list(FULL_SCRIPT))
+    for model, feedback in ((hinted, "qa_tools"), (plain, "qa_tools_plain")):
+        cfg = agent_config(mode="full", top_k=32, top_r=8, batch_size=4)
+        cfg = dataclasses.replace(cfg, loop=dataclasses.replace(cfg.loop, feedback=feedback))
+        services = AgentDeps(retriever=FakeRetriever(make_docs(8)), reranker=FakeReranker(), json_schema=True)
+        agent = build_agent(cfg, model, services)
+        assert asyncio.run(agent.answer(Q)).answer == "B"
+    after_search = {m: json.dumps(m.of_kind("turn")[2]["messages"][-1]) for m in (hinted, plain)}
+    assert "Call relevance_analysis" in after_search[hinted]
+    assert "Call" not in after_search[plain] and "not yet reviewed" in after_search[plain]

@@ -61,7 +61,7 @@ def test_full_report_writes_tables_and_figures(sweep: Path, tmp_path: Path) -> N
         rows = list(csv.DictReader(f))
     assert {(r["benchmark"], r["mode"]) for r in rows} == {
         (b, m) for b in ("b1", "b2") for m in ("no_cache_prune", "standalone")}  # fmt: skip
-    assert float(rows[0]["relative_drop"]) == pytest.approx(0.25)
+    assert float(rows[0]["drop_points"]) == pytest.approx(0.25)
     md = (out / "report.md").read_text()
     assert "Table 1." in md and "Table 2." in md and "Table 3." in md
     assert "![Fig. 3. Accuracy vs TopR](fig3_top_r.png)" in md

@@ -75,6 +75,7 @@ def test_mean_calls_per_tool(runs_root: Path) -> None:
         "relevance_analysis",
         "locate_evidence",
         "refused/q",
+        "no-op/q",
     ]
     assert any("1 of 4 traces missing" in n for n in t.notes)
     assert any("s2-untraced" in n and "no traces" in n for n in t.notes)
@@ -102,16 +103,23 @@ def test_no_traced_run_is_a_note(runs_root: Path) -> None:
     assert "_No data._" in t.to_markdown()
 
 
-def test_refused_calls_are_counted_apart_from_executed_ones() -> None:
+def test_only_calls_that_did_work_are_counted() -> None:
     from medagent.report.usage import tool_calls
     from medagent.types import Prediction
 
     steps = [
-        {"kind": "tool", "tool": "enable_search", "executed": True},
+        {"kind": "tool", "tool": "enable_search", "executed": True, "ok": True},
         {"kind": "tool", "tool": "enable_search", "executed": False},  # a repeat, not run
-        {"kind": "tool", "tool": "locate_evidence"},  # a trace from before the field: executed
+        {
+            "kind": "tool",
+            "tool": "relevance_analysis",
+            "executed": True,
+            "ok": False,
+        },  # ToolError: nothing to review
+        {"kind": "tool", "tool": "locate_evidence"},  # a trace from before the fields: it worked
         {"kind": "tool", "tool": "final_answer", "executed": False},
     ]
     pred = Prediction(id="q", benchmark="b", answer="A", trace=steps)
     assert tool_calls(pred) == {"enable_search": 1, "locate_evidence": 1}
-    assert tool_calls(pred, executed=False) == {"enable_search": 1}
+    assert tool_calls(pred, "refused") == {"enable_search": 1}
+    assert tool_calls(pred, "no_op") == {"relevance_analysis": 1}

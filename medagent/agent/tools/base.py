@@ -72,8 +72,8 @@ class ToolContext:
         return reply.value
 
     def say(self, key: str, **variables: Any) -> str:
-        """A text for the model from ``prompts/feedback/qa_tools.yaml`` (wording is data, not code)."""
-        return load_feedback("qa_tools").text(key, **variables)
+        """A text for the model from ``prompts/feedback/<agent.loop.feedback>.yaml`` (wording is data)."""
+        return load_feedback(self.cfg.loop.feedback).text(key, **variables)
 
     def options(self) -> dict[str, str] | None:
         """The options a tool shows its own call: the question's, else the model's candidates (open-ended)."""
