@@ -20,6 +20,7 @@ from medagent.history.live.sessions import (
     SessionLimitReached,
     SessionNotFound,
     SessionRefused,
+    check_context,
 )
 from medagent.llm.endpoints import HandleEndpoint, HttpEndpoint, ServicesEndpoint
 
@@ -51,7 +52,9 @@ class InterviewSessions(SessionStore):
     ) -> None:
         cfg: InterviewSessionsConfig = to_dataclass(InterviewSessionsConfig, sessions)
         if agent is None and history_mode(cfg.agent.mode).asks_questions:
-            agent = _build_agent(cfg, to_dataclass(LLMConfig, llm), llm_client, services)
+            llm_cfg = to_dataclass(LLMConfig, llm)
+            check_context(cfg, llm_cfg)  # a slot too small fails here, not on every interview's last turn
+            agent = _build_agent(cfg, llm_cfg, llm_client, services)
         super().__init__(cfg, agent, clock=clock)  # type: ignore[arg-type]  # checked: a mode that asks no questions raises
 
     async def call(

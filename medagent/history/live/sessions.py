@@ -33,7 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from medagent.config import InterviewSessionsConfig, to_dataclass
+from medagent.config import InterviewSessionsConfig, LLMConfig, to_dataclass
+from medagent.config.choices import Backend
 from medagent.history.agent.amq import HistoryTakingAgent
 from medagent.history.agent.assessment import Assessment
 from medagent.history.agent.modes import history_mode
@@ -63,6 +64,68 @@ class SessionConflict(SessionRefused, RuntimeError):
     """The session is finished, or another answer to it is being processed."""
 
     status = 409
+
+
+# Characters per token assumed for the estimate below: English clinical text runs at about 4 with the
+# served models' tokenizers; 3.5 leaves room without refusing a config that fits.
+CHARS_PER_TOKEN = 3.5
+# Characters of one passage's marker line (id, source, title) around its content.
+PASSAGE_MARKER_CHARS = 160
+
+
+def slot_tokens(llm: LLMConfig) -> int | None:
+    """Tokens one conversation may hold: llama.cpp splits ``n_ctx`` over its ``n_parallel`` slots; vLLM gives
+    each request ``max_model_len``; an external endpoint's is unknown (None)."""
+    if llm.backend == Backend.llamacpp:
+        return llm.n_ctx // max(1, llm.n_parallel)
+    if llm.backend == Backend.vllm:
+        return llm.max_model_len
+    return None
+
+
+def assessment_tokens(cfg: InterviewSessionsConfig, llm: LLMConfig) -> dict[str, int]:
+    """An estimate of the tokens the largest call of a session (the final assessment) needs, by part."""
+    from medagent.prompts import load_prompt
+
+    gen, ret = cfg.agent.generation, cfg.agent.retrieval
+    instructions = sum(
+        len(m["content"])
+        for m in load_prompt("history_assessment").render(
+            summary="", findings="", passages=[{"id": "", "title": "", "source": "", "content": ""}]
+        )
+    )
+    passages = ret.top_k * (ret.max_passage_chars + PASSAGE_MARKER_CHARS) if ret.enabled else 0
+    reply = gen.max_tokens_assessment
+    if llm.max_output_tokens is not None:
+        reply = min(reply, llm.max_output_tokens)
+    return {
+        "instructions": round(instructions / CHARS_PER_TOKEN),
+        "passages": round(passages / CHARS_PER_TOKEN),
+        "summary": gen.max_tokens_summary,
+        "reply": reply,
+    }
+
+
+def check_context(cfg: InterviewSessionsConfig, llm: LLMConfig) -> None:
+    """Refuses, at start, a config whose LLM slot cannot hold a session's assessment call (which would
+    otherwise fail on every interview's last turn).
+
+    Raises:
+        ValueError: Naming the estimate by part and the slot size.
+    """
+    slot = slot_tokens(llm)
+    if slot is None or not history_mode(cfg.agent.mode).asks_questions:
+        return
+    parts = assessment_tokens(cfg, llm)
+    need = sum(parts.values())
+    if need > slot:
+        shown = ", ".join(f"{k} {v:,}" for k, v in parts.items())
+        raise ValueError(
+            f"interview sessions need about {need:,} tokens for the assessment call ({shown}) but "
+            f"llm={llm.name} holds {slot:,} per conversation (n_ctx={llm.n_ctx:,} over "
+            f"n_parallel={llm.n_parallel}); raise llm.n_ctx, or lower interview_sessions.agent.retrieval.top_k "
+            "/ max_passage_chars / generation.max_tokens_assessment"
+        )
 
 
 @dataclass
@@ -107,7 +170,9 @@ class InterviewSessions:
                 f"interview sessions drive the amq agent's steps; agent.mode={self.cfg.agent.mode!r}"
             )
         if self.cfg.ttl_s <= 0 or self.cfg.max_sessions < 1 or self.cfg.starts_per_client < 1:
-            raise ValueError("interview_sessions needs ttl_s > 0, max_sessions >= 1 and starts_per_client >= 1")
+            raise ValueError(
+                "interview_sessions needs ttl_s > 0, max_sessions >= 1 and starts_per_client >= 1"
+            )
         self.clock = clock
         self.agent = agent
         self._sessions: dict[str, Session] = {}
@@ -124,7 +189,9 @@ class InterviewSessions:
         self._purge()
         session = self._sessions.get(session_id)
         if session is None or (token is not None and not hmac.compare_digest(token, session.token)):
-            raise SessionNotFound(f"no interview session {session_id[:64]!r} with this token (unknown or expired)")
+            raise SessionNotFound(
+                f"no interview session {session_id[:64]!r} with this token (unknown or expired)"
+            )
         return session
 
     def _count_start(self, client: str) -> None:
