@@ -21,10 +21,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 MAX_QUERY_CHARS = 4096
 MAX_QUERY_ID_CHARS = 256
 MAX_TOP_K = 256
-# Set by measured CPU cost (benchmarks/bench_rerank_limits.py): a request at both maxima is scored in
-# seconds by the CPU reranker (mpnet truncates each pair to its max_seq_length anyway, so longer texts
-# only cost tokenisation). The agents send top_k x sources candidates (32 x 5 = 160 by default).
-MAX_CANDIDATES = 256
+# Set by measured CPU cost (benchmarks/bench_rerank_limits.py): the CPU reranker reads at most
+# max_seq_length=256 tokens of a candidate (the GPU one 512, about 2,000-2,500 characters), so a candidate
+# costs about the same from ~1,200 characters up, and a request at both maxima is scored in seconds on
+# the CPU tier. Callers with more candidates send several requests (``RemoteReranker`` does).
+MAX_CANDIDATES = 32
 MAX_CANDIDATE_CHARS = 4000
 # The chat route: messages per request, characters of one message's text, tools per request.
 MAX_MESSAGES = 256
