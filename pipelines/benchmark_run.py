@@ -159,7 +159,7 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
     try:
         data = load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=cfg.limit, **cfg.benchmark.options)
     except FileNotFoundError as exc:
-        raise UsageError(f"{cfg.benchmark.name}: no such file: {exc.filename or exc}") from None
+        raise UsageError(f"no such file: {exc.filename}" if exc.filename else str(exc)) from None
     if not data.pairs:
         why = f"; first: {data.rejected[0].reason}" if data.rejected else ""
         raise UsageError(
