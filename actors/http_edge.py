@@ -58,15 +58,24 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 def json_depth_exceeds(body: bytes, max_depth: int) -> bool:
     """Whether ``body`` nests arrays/objects deeper than ``max_depth`` (brackets inside strings ignored).
 
-    Linear in C: strings are cut out, then innermost ``[]``/``{}`` pairs removed ``max_depth`` times; any
-    bracket left is deeper (or unbalanced, which no JSON parser accepts either).
+    Linear in C for every body within the limit: strings are cut out, then innermost ``[]``/``{}`` pairs are
+    removed ``max_depth`` times. Only when brackets are left (too deep, or unbalanced: the parser's 422 then
+    says so) are they counted one by one, stopping at the limit.
     """
     brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    reduced = brackets
     for _ in range(max_depth):
-        if not brackets:
+        if not reduced:
             return False
-        brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
-    return bool(brackets)
+        reduced = reduced.replace(b"[]", b"").replace(b"{}", b"")
+    if not reduced:
+        return False
+    depth = 0
+    for b in brackets:
+        depth += 1 if b in b"[{" else -1
+        if depth > max_depth:
+            return True
+    return False
 
 
 def error_body(detail: Any) -> bytes:
