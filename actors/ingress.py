@@ -1,7 +1,7 @@
 """The HTTP edge of the medagent Serve application: OpenAI chat, rerank and interview-session routes.
 
 ``POST /v1/retrieve`` belongs to the retrieval application (``actors.apps``), which Serve's proxy prefers
-for that path (longest route prefix); the route here documents the contract in ``/docs`` and answers 503
+for that path (longest route prefix); the route here documents the contract in ``/openapi.json`` and answers 503
 where no retriever is deployed.
 
 Requests pass ``actors.http_edge`` first (JSON only, bounded body and nesting, one log line per refusal,
