@@ -8,7 +8,7 @@ Two applications, run side by side on one Serve instance, beside the LLM's own (
   that searches. Behind the main ingress it paid a second replica and FastAPI's request handling, the larger
   share of the latency Serve added to a search on a 2-core node (``benchmarks/bench_retrieval.py``).
 * the **main application** (``name``, route prefix ``/``): the ingress (OpenAI chat, rerank, interview
-  sessions, the patient's page, ``/docs``), the reranker and the interview sessions. The ingress's OpenAI
+  sessions, the patient's page, ``/openapi.json``), the reranker and the interview sessions. The ingress's OpenAI
   route and the sessions reach the LLM's application by a handle across applications (the CPU LLM; vLLM
   is called over its own OpenAI route), and the sessions reach the Retriever by a handle to the
   retrieval application.
@@ -41,7 +41,7 @@ from medagent.config import (
 )
 from medagent.llm.endpoints import HandleEndpoint
 
-ROUTES = ("/v1/chat/completions", RETRIEVE_ROUTE, "/v1/rerank", "/v1/models", "/healthz", "/docs")
+ROUTES = ("/v1/chat/completions", RETRIEVE_ROUTE, "/v1/rerank", "/v1/models", "/healthz", "/openapi.json")
 # Served when build_serving_apps gets interview_sessions (a person plays the patient).
 INTERVIEW_ROUTES = (
     "POST /v1/interview/sessions",

@@ -15,10 +15,16 @@ from typing import Any
 from medagent.config import InterviewSessionsConfig, LLMConfig, to_dataclass
 from medagent.history import HistoryTakingAgent, history_mode
 from medagent.history.live.sessions import InterviewSessions as SessionStore
-from medagent.history.live.sessions import SessionConflict, SessionLimitReached, SessionNotFound
+from medagent.history.live.sessions import (
+    SessionConflict,
+    SessionLimitReached,
+    SessionNotFound,
+    SessionRefused,
+    check_context,
+)
 from medagent.llm.endpoints import HandleEndpoint, HttpEndpoint, ServicesEndpoint
 
-__all__ = ["InterviewSessions", "SessionConflict", "SessionLimitReached", "SessionNotFound"]
+__all__ = ["InterviewSessions", "SessionConflict", "SessionLimitReached", "SessionNotFound", "SessionRefused"]
 
 
 class InterviewSessions(SessionStore):
@@ -46,8 +52,31 @@ class InterviewSessions(SessionStore):
     ) -> None:
         cfg: InterviewSessionsConfig = to_dataclass(InterviewSessionsConfig, sessions)
         if agent is None and history_mode(cfg.agent.mode).asks_questions:
-            agent = _build_agent(cfg, to_dataclass(LLMConfig, llm), llm_client, services)
+            llm_cfg = to_dataclass(LLMConfig, llm)
+            check_context(cfg, llm_cfg)  # a slot too small fails here, not on every interview's last turn
+            agent = _build_agent(cfg, llm_cfg, llm_client, services)
         super().__init__(cfg, agent, clock=clock)  # type: ignore[arg-type]  # checked: a mode that asks no questions raises
+
+    async def call(
+        self, op: str, *, client: str = "", session_id: str = "", token: str = "", answer: str = ""
+    ) -> dict[str, Any]:
+        """The HTTP edge's one entry point: a refusal comes back as ``{"refused": status, "detail": ...}``,
+        a value, not an exception, because Serve logs a full traceback for every exception a replica raises
+        (one client could fill the logs with refusals). The token is always checked here.
+        """
+        try:
+            if op == "start":
+                return await self.start(client)
+            if op == "answer":
+                return await self.answer(session_id, answer, token)
+            if op == "get":
+                return await self.get(session_id, token)
+            if op == "delete":
+                await self.delete(session_id, token)
+                return {}
+        except SessionRefused as exc:
+            return {"refused": exc.status, "detail": str(exc)}
+        raise ValueError(f"unknown session operation {op!r}")  # our bug, not the client's
 
 
 def _build_agent(

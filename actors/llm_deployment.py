@@ -15,13 +15,14 @@ from typing import Any, Protocol
 from fastapi import FastAPI, HTTPException
 from ray import serve
 
+from actors.http_edge import harden
 from medagent.api import ChatCompletionRequest
 from medagent.config import LLMConfig, to_dataclass
 from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings
 from medagent.models import resolve_model
 
 log = logging.getLogger(__name__)
-app = FastAPI(title="medagent LLM (llama.cpp)", version="1")
+app = harden(FastAPI(title="medagent LLM (llama.cpp)", version="1", docs_url=None, redoc_url=None))
 
 
 class Engine(Protocol):
@@ -84,7 +85,7 @@ class LlamaCppHTTPServer(LlamaCppServer):
             raise HTTPException(
                 400, f"max_tokens={request.max_tokens} exceeds the context size {self.cfg.n_ctx}"
             )
-        result = await self.chat(request.model_dump(exclude_none=True))
+        result = await self.chat(request.engine_body())
         if "error" in result and "choices" not in result:
             err = result["error"]
             raise HTTPException(int(err.get("code", 400)), err.get("message", "request refused"))

@@ -18,6 +18,7 @@ from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from actors.http_edge import check_body, error_body, refusal_line, validation_error_reply
 from actors.metrics import meters
 from medagent.api import RerankRequest, RerankResponse, RetrieveRequest, RetrieveResponse
 from medagent.config import RerankerConfig, RetrieverConfig, to_dataclass
@@ -127,7 +128,9 @@ class RetrieverHTTPServer(RetrieverServer):
 
     A plain Starlette handler, not FastAPI: measured on 2 cores, FastAPI's request handling in the replica
     cost as much as the whole ingress hop it replaces. It keeps the API contract of the other routes:
-    a malformed body -> 422 with pydantic's errors, an unknown source -> 400, another method -> 405.
+    a body that is not JSON, too large, not UTF-8 or nested too deep -> 415/413/400 (``actors.http_edge``,
+    checked before parsing), a malformed body -> 422 naming the fields (the input never echoed), an unknown
+    source -> 400, another method -> 405; each refusal one log line.
     """
 
     async def __call__(self, request: Request) -> Response:
@@ -136,21 +139,30 @@ class RetrieverHTTPServer(RetrieverServer):
             return JSONResponse({"detail": "Not Found"}, status_code=404)
         if request.method != "POST":
             return JSONResponse({"detail": "Method Not Allowed"}, status_code=405, headers={"Allow": "POST"})
+        refusal, body = await check_body(request.scope, request.receive)
+        if refusal is not None:
+            refusal_line("POST", path, *refusal)
+            return Response(
+                error_body(refusal[1]),
+                status_code=refusal[0],
+                media_type="application/json",
+                headers=_NOSNIFF,
+            )
         try:
-            req = RetrieveRequest.model_validate_json(await request.body())
+            req = RetrieveRequest.model_validate_json(body)
         except ValidationError as exc:
-            return Response(_errors_json(exc), status_code=422, media_type="application/json")
+            status, reply = validation_error_reply("POST", path, exc)
+            return Response(reply, status_code=status, media_type="application/json", headers=_NOSNIFF)
         try:
             response = await self._search(req)
         except ValueError as exc:  # unknown source: the caller's mistake, not the replica's
-            return JSONResponse({"detail": str(exc)}, status_code=400)
+            refusal_line("POST", path, 400, str(exc))
+            return JSONResponse({"detail": str(exc)[:500]}, status_code=400, headers=_NOSNIFF)
         # Serialised once, here: the proxy passes the bytes through.
-        return Response(response.model_dump_json(), media_type="application/json")
+        return Response(response.model_dump_json(), media_type="application/json", headers=_NOSNIFF)
 
 
-def _errors_json(exc: ValidationError) -> bytes:
-    """``{"detail": [...]}`` as FastAPI words a 422; pydantic serialises the errors' context itself."""
-    return b'{"detail":' + exc.json(include_url=False).encode() + b"}"
+_NOSNIFF = {"X-Content-Type-Options": "nosniff"}
 
 
 class RerankerServer:

@@ -9,6 +9,7 @@ missing. Gold labels are written to the run dir and joined by id in ``medagent.e
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from medagent.llm.endpoints import Endpoints
 from medagent.run import RunDir, build_manifest, check_resume
 from medagent.types import Prediction, Question
 from pipelines.common import (
+    UsageError,
     deploy,
     drain,
     finished_batches,
@@ -164,9 +166,24 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
 
     Raises:
         ConfigDriftError: ``run_dir`` holds answers made under other settings (``RESUMABLE_KEYS`` aside).
+        UsageError: No valid question, a missing input file, or a ``run_dir`` that cannot be written;
+            raised before anything is written, so a refused run leaves no directory behind.
     """
-    data = load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=cfg.limit, **cfg.benchmark.options)
-    rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"{cfg.benchmark.name}-{cfg.agent.mode}")
+    try:
+        data = load_benchmark(cfg.benchmark.loader, cfg.data_root, limit=cfg.limit, **cfg.benchmark.options)
+    except FileNotFoundError as exc:
+        raise UsageError(f"no such file: {exc.filename}" if exc.filename else str(exc)) from None
+    if not data.pairs:
+        why = f"; first: {data.rejected[0].reason}" if data.rejected else ""
+        raise UsageError(
+            f"no questions: {cfg.benchmark.name} has no valid question "
+            f"({len(data.rejected)} malformed rows{why}; limit={cfg.limit})"
+        )
+    check_writable(cfg.run_dir)
+    try:
+        rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"{cfg.benchmark.name}-{cfg.agent.mode}")
+    except PermissionError as exc:
+        raise UsageError(f"cannot write the run directory: {exc.filename or exc}") from None
     done = rd.completed_ids()
     previous = upgrade_manifest(rd.read_json(rd.manifest))  # run dirs of older versions resume too
     config = run_config(cfg)  # checked before anything is written
@@ -289,6 +306,19 @@ def _print_example(rd: RunDir, pairs: list[tuple[Question, Any]]) -> None:
         + ")\n"
         + format_example(q, preds[q.id], g)
     )
+
+
+def check_writable(run_dir: str | None) -> None:
+    """Raises ``UsageError`` for a ``run_dir`` that is a file, or whose nearest existing folder cannot be
+    written."""
+    if not run_dir:
+        return
+    path = Path(run_dir)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"run_dir={run_dir} is a file, not a directory")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"run_dir={run_dir}: {existing} is not writable")
 
 
 def absolute_paths(cfg: RunConfig) -> RunConfig:

@@ -23,6 +23,24 @@ log = logging.getLogger("medagent")
 T = TypeVar("T")
 
 
+class UsageError(Exception):
+    """A mistake in a command line or the files it names (no questions, a missing file, a run_dir that
+    cannot be written): ``usage_errors`` prints it as one line and exits 2, without a traceback."""
+
+
+@contextlib.contextmanager
+def usage_errors() -> Iterator[None]:
+    """Turns a ``UsageError`` raised inside into one line on stderr and exit status 2; our own bugs (any
+    other exception) still raise with their traceback."""
+    try:
+        yield
+    except UsageError as exc:
+        import sys
+
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
 class ErrorBudgetExceeded(RuntimeError):
     """Too many items failed: the run stops instead of producing a meaningless score."""
 

@@ -10,7 +10,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from pipelines.benchmark_run import absolute_paths, run
-from pipelines.common import register_configs, setup_logging
+from pipelines.common import register_configs, setup_logging, usage_errors
 
 register_configs()
 
@@ -18,7 +18,8 @@ register_configs()
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     setup_logging()
-    run(absolute_paths(OmegaConf.to_object(cfg)))  # type: ignore[arg-type]
+    with usage_errors():
+        run(absolute_paths(OmegaConf.to_object(cfg)))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

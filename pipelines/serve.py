@@ -20,7 +20,16 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from medagent.config import ServeConfig
-from pipelines.common import deploy, log, ray_session, register_configs, setup_logging
+from medagent.history.live.sessions import check_context
+from pipelines.common import (
+    UsageError,
+    deploy,
+    log,
+    ray_session,
+    register_configs,
+    setup_logging,
+    usage_errors,
+)
 
 
 def start(cfg: ServeConfig) -> dict[str, Any]:
@@ -50,7 +59,17 @@ def start(cfg: ServeConfig) -> dict[str, Any]:
     return {"base_url": base, "routes": routes}
 
 
+def check(cfg: ServeConfig) -> None:
+    """Refuses, before Ray starts, a config that could not serve what it promises (``UsageError``)."""
+    if cfg.interview_sessions.enabled:
+        try:
+            check_context(cfg.interview_sessions, cfg.llm)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+
 def serve_forever(cfg: ServeConfig) -> None:
+    check(cfg)
     with ray_session(cfg.cluster):
         info = start(cfg)
         print("\nroutes:\n  " + "\n  ".join(info["routes"]) + "\n\nCtrl-C stops.", flush=True)
@@ -76,7 +95,8 @@ register_configs()  # conf/serve.yaml's serve_schema among them
 @hydra.main(config_path="../conf", config_name="serve", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     setup_logging()
-    serve_forever(OmegaConf.to_object(cfg))  # type: ignore[arg-type]
+    with usage_errors():
+        serve_forever(OmegaConf.to_object(cfg))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

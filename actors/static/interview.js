@@ -1,7 +1,8 @@
 // The human patient's page: drives /v1/interview/sessions (start, answer, get) and renders the agent's state.
 // Every text from the server (questions, the model's assessment, guideline passages) is untrusted and is
 // inserted with textContent only, never as HTML. The session id lives in the URL fragment
-// (#session=<id>) so a reload picks the interview up again.
+// (#session=<id>) so a reload picks the interview up again; its token (returned by the start only, and
+// sent back as X-Session-Token on every call) lives in this tab's sessionStorage, never in the URL.
 "use strict";
 
 const API = "/v1/interview/sessions";
@@ -48,13 +49,13 @@ async function explain(response) {
   }
   switch (response.status) {
     case 404:
-      return "This interview session does not exist any more (unknown or expired). Start a new interview.";
+      return "This interview session does not exist any more (unknown or expired), or this tab did not start it. Start a new interview.";
     case 409:
       return detail || "The session is finished or still working on the last answer.";
     case 422:
       return `The answer was refused: ${detail || "it is not a valid answer"}.`;
     case 429:
-      return "Too many interviews are running right now; please try again in a few minutes.";
+      return "Too many interviews are running right now, or this computer started several recently; please try again in a few minutes.";
     case 502:
       return "The model or the guideline search failed; your answer was not lost. Press Send to try again.";
     case 503:
@@ -64,12 +65,17 @@ async function explain(response) {
   }
 }
 
-async function call(method, url, body) {
+const tokenKey = (id) => `medagent-session-token:${id}`;
+
+async function call(method, url, body, id = sessionId) {
+  const headers = body ? { "content-type": "application/json" } : {};
+  const token = id ? sessionStorage.getItem(tokenKey(id)) : null;
+  if (token) headers["x-session-token"] = token;
   let response;
   try {
     response = await fetch(url, {
       method,
-      headers: body ? { "content-type": "application/json" } : {},
+      headers,
       body: body ? JSON.stringify(body) : undefined,
     });
   } catch (_) {
@@ -167,7 +173,7 @@ function renderAssessment(view) {
 
 async function refresh(view) {
   // The answer route's reply has no slots or differential: read the full state once per turn.
-  const full = await call("GET", `${API}/${encodeURIComponent(view.session_id)}`);
+  const full = await call("GET", `${API}/${encodeURIComponent(view.session_id)}`, undefined, view.session_id);
   renderState(full);
   renderTranscript(full.state);
   $("question").textContent = full.status === "asking" ? full.question : "";
@@ -187,8 +193,9 @@ async function start() {
   $("assessment-section").hidden = true;
   try {
     showMessage("Starting the interview...", "info");
-    const view = await call("POST", API);
+    const view = await call("POST", API, {});
     sessionId = view.session_id;
+    sessionStorage.setItem(tokenKey(sessionId), view.token);
     history.replaceState(null, "", `#session=${sessionId}`);
     await refresh(view);
     showMessage("");

@@ -127,20 +127,21 @@ class RemoteReranker(_Remote):
     async def rerank(self, query: str, docs: list[Doc], top_r: int) -> list[Doc]:
         if not docs or top_r <= 0:
             return []
-        # Positions, not document ids, name the candidates: ids need only be unique per source.
-        docs = docs[:MAX_CANDIDATES]
-        request = RerankRequest(
-            query=query[:MAX_QUERY_CHARS],
-            candidates=[RerankCandidate(id=str(i), text=candidate_text(d)) for i, d in enumerate(docs)],
-            top_r=min(top_r, len(docs)),
-        )
-        response = await self._request(request, RerankResponse)
-        ranked = sorted(response.results.items(), key=lambda kv: -kv[1])
-        out = []
-        for key, score in ranked[:top_r]:
-            d = docs[_position(key, len(docs), self.what)]
-            out.append(replace(d, score=score))
-        return out
+        # At most MAX_CANDIDATES per request (the API's bound on one request's cost): more candidates go
+        # in several requests; a candidate's score does not depend on the others, so the merge is exact.
+        scored: list[tuple[float, int]] = []
+        for start in range(0, len(docs), MAX_CANDIDATES):
+            part = docs[start : start + MAX_CANDIDATES]
+            # Positions, not document ids, name the candidates: ids need only be unique per source.
+            request = RerankRequest(
+                query=query[:MAX_QUERY_CHARS],
+                candidates=[RerankCandidate(id=str(i), text=candidate_text(d)) for i, d in enumerate(part)],
+                top_r=min(top_r, len(part)),
+            )
+            response = await self._request(request, RerankResponse)
+            scored += [(s, start + _position(k, len(part), self.what)) for k, s in response.results.items()]
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [replace(docs[i], score=s) for s, i in scored[:top_r]]
 
 
 def _position(key: str, n: int, what: str) -> int:

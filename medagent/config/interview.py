@@ -295,13 +295,17 @@ class InterviewSessionsConfig:
         embedder: Sentence encoder of the semantic redundancy check (None disables that check).
         ttl_s: A session idle this long expires (404 afterwards).
         max_sessions: Live sessions at most; starting one more answers 429.
+        starts_per_client: Sessions one client may start in ``start_window_s`` (429 beyond).
+        start_window_s: The window of ``starts_per_client``.
     """
 
     enabled: bool = False
     agent: HistoryAgentConfig = field(default_factory=HistoryAgentConfig)
     embedder: ModelConfig | None = field(default_factory=_minilm)
-    ttl_s: float = 1800.0
+    ttl_s: float = 900.0
     max_sessions: int = 64
+    starts_per_client: int = 4
+    start_window_s: float = 600.0
 
 
 @dataclass

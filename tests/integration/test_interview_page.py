@@ -164,8 +164,11 @@ def test_unknown_session_and_oversized_answer_get_clear_messages(page_url: str, 
     assert not browser.find_element(By.ID, "send").is_enabled()
     # The server refuses what the page would not send, as JSON (never a trace) with the limit in it.
     with httpx.Client(timeout=30) as client:
-        sid = client.post(f"{page_url}/v1/interview/sessions").json()["session_id"]
-        r = client.post(f"{page_url}/v1/interview/sessions/{sid}/answer", json={"answer": "x" * 10_000})
+        start = client.post(f"{page_url}/v1/interview/sessions", json={}).json()
+        sid, token = start["session_id"], {"x-session-token": start["token"]}
+        r = client.post(
+            f"{page_url}/v1/interview/sessions/{sid}/answer", json={"answer": "x" * 10_000}, headers=token
+        )
         assert r.status_code == 422 and "Traceback" not in r.text
         assert any(str(MAX_ANSWER_CHARS) in d["msg"] for d in r.json()["detail"])
         script = client.get(f"{page_url}/interview/interview.js")

@@ -171,10 +171,11 @@ def test_a_person_takes_the_patient_role_over_http(
     run_apps(apps)
     base = f"http://{cluster_cfg.serve.http_host}:{cluster_cfg.serve.http_port}/v1/interview/sessions"
     with httpx.Client(timeout=300) as client:
-        started = client.post(base)
+        started = client.post(base, json={})
         assert started.status_code == 201, started.text
         body = started.json()
         sid, question = body["session_id"], body["question"]
+        client.headers["x-session-token"] = body["token"]  # every later call on the session carries it
         assert body["status"] == "asking" and question
 
         answers = ["I've had a cough and a fever for three days.", "It started suddenly on Monday."]

@@ -12,22 +12,29 @@ an expiry time. It drives ``HistoryTakingAgent``'s step API one HTTP request at 
   readable until it expires;
 - ``get`` / ``delete``.
 
-A session idle for ``ttl_s`` expires (purged lazily on every call); at most ``max_sessions`` live at once.
-Errors are typed (``SessionNotFound`` -> 404, ``SessionLimitReached`` -> 429, ``SessionConflict`` -> 409
-at the HTTP edge); an endpoint failure (``LLMError``) leaves the session's state as it was, so the same
+A session idle for ``ttl_s`` expires (purged lazily on every call); at most ``max_sessions`` live at once,
+and one client (the HTTP edge passes its address) starts at most ``starts_per_client`` in any
+``start_window_s``, so one client cannot hold every slot. Each session has a secret token, returned by
+``start`` only: the page holds it and sends it back, and a call with another token is answered as if the
+session did not exist. Errors are typed (``SessionNotFound`` -> 404, ``SessionLimitReached`` -> 429,
+``SessionConflict`` -> 409 at the HTTP edge; each a ``SessionRefused`` carrying its status); an endpoint failure (``LLMError``) leaves the session's state as it was, so the same
 answer can be sent again. One replica only: the state lives in its memory (a restart loses sessions).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
+import secrets
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from medagent.config import InterviewSessionsConfig, to_dataclass
+from medagent.config import InterviewSessionsConfig, LLMConfig, to_dataclass
+from medagent.config.choices import Backend
 from medagent.history.agent.amq import HistoryTakingAgent
 from medagent.history.agent.assessment import Assessment
 from medagent.history.agent.modes import history_mode
@@ -35,16 +42,90 @@ from medagent.history.agent.state import InterviewState
 from medagent.llm.base import LLMError
 
 
-class SessionNotFound(LookupError):
-    """No such session, or it expired."""
+class SessionRefused(Exception):
+    """A client's request the store refuses; ``status`` is its HTTP status at the edge."""
+
+    status = 400
 
 
-class SessionLimitReached(RuntimeError):
-    """``max_sessions`` sessions are live."""
+class SessionNotFound(SessionRefused, LookupError):
+    """No such session, it expired, or the token is not the session's."""
+
+    status = 404
 
 
-class SessionConflict(RuntimeError):
+class SessionLimitReached(SessionRefused, RuntimeError):
+    """``max_sessions`` sessions are live, or this client started its share recently."""
+
+    status = 429
+
+
+class SessionConflict(SessionRefused, RuntimeError):
     """The session is finished, or another answer to it is being processed."""
+
+    status = 409
+
+
+# Characters per token assumed for the estimate below: English clinical text runs at about 4 with the
+# served models' tokenizers; 3.5 leaves room without refusing a config that fits.
+CHARS_PER_TOKEN = 3.5
+# Characters of one passage's marker line (id, source, title) around its content.
+PASSAGE_MARKER_CHARS = 160
+
+
+def slot_tokens(llm: LLMConfig) -> int | None:
+    """Tokens one conversation may hold: llama.cpp splits ``n_ctx`` over its ``n_parallel`` slots; vLLM gives
+    each request ``max_model_len``; an external endpoint's is unknown (None)."""
+    if llm.backend == Backend.llamacpp:
+        return llm.n_ctx // max(1, llm.n_parallel)
+    if llm.backend == Backend.vllm:
+        return llm.max_model_len
+    return None
+
+
+def assessment_tokens(cfg: InterviewSessionsConfig, llm: LLMConfig) -> dict[str, int]:
+    """An estimate of the tokens the largest call of a session (the final assessment) needs, by part."""
+    from medagent.prompts import load_prompt
+
+    gen, ret = cfg.agent.generation, cfg.agent.retrieval
+    instructions = sum(
+        len(m["content"])
+        for m in load_prompt("history_assessment").render(
+            summary="", findings="", passages=[{"id": "", "title": "", "source": "", "content": ""}]
+        )
+    )
+    passages = ret.top_k * (ret.max_passage_chars + PASSAGE_MARKER_CHARS) if ret.enabled else 0
+    reply = gen.max_tokens_assessment
+    if llm.max_output_tokens is not None:
+        reply = min(reply, llm.max_output_tokens)
+    return {
+        "instructions": round(instructions / CHARS_PER_TOKEN),
+        "passages": round(passages / CHARS_PER_TOKEN),
+        "summary": gen.max_tokens_summary,
+        "reply": reply,
+    }
+
+
+def check_context(cfg: InterviewSessionsConfig, llm: LLMConfig) -> None:
+    """Refuses, at start, a config whose LLM slot cannot hold a session's assessment call (which would
+    otherwise fail on every interview's last turn).
+
+    Raises:
+        ValueError: Naming the estimate by part and the slot size.
+    """
+    slot = slot_tokens(llm)
+    if slot is None or not history_mode(cfg.agent.mode).asks_questions:
+        return
+    parts = assessment_tokens(cfg, llm)
+    need = sum(parts.values())
+    if need > slot:
+        shown = ", ".join(f"{k} {v:,}" for k, v in parts.items())
+        raise ValueError(
+            f"interview sessions need about {need:,} tokens for the assessment call ({shown}) but "
+            f"llm={llm.name} holds {slot:,} per conversation (n_ctx={llm.n_ctx:,} over "
+            f"n_parallel={llm.n_parallel}); raise llm.n_ctx, or lower interview_sessions.agent.retrieval.top_k "
+            "/ max_passage_chars / generation.max_tokens_assessment"
+        )
 
 
 @dataclass
@@ -52,6 +133,7 @@ class Session:
     id: str
     state: InterviewState
     expires_at: float
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     question: str | None = None
     assessment: Assessment | None = None
     finish_reason: str = ""
@@ -87,11 +169,14 @@ class InterviewSessions:
             raise ValueError(
                 f"interview sessions drive the amq agent's steps; agent.mode={self.cfg.agent.mode!r}"
             )
-        if self.cfg.ttl_s <= 0 or self.cfg.max_sessions < 1:
-            raise ValueError("interview_sessions needs ttl_s > 0 and max_sessions >= 1")
+        if self.cfg.ttl_s <= 0 or self.cfg.max_sessions < 1 or self.cfg.starts_per_client < 1:
+            raise ValueError(
+                "interview_sessions needs ttl_s > 0, max_sessions >= 1 and starts_per_client >= 1"
+            )
         self.clock = clock
         self.agent = agent
         self._sessions: dict[str, Session] = {}
+        self._starts: dict[str, deque[float]] = {}  # client -> times of its recent starts
 
     # ------------------------------------------------------------------------------------ bookkeeping
     def _purge(self) -> None:
@@ -99,12 +184,29 @@ class InterviewSessions:
         for sid in [k for k, s in self._sessions.items() if s.expires_at <= now and not s.lock.locked()]:
             del self._sessions[sid]
 
-    def _get(self, session_id: str) -> Session:
+    def _get(self, session_id: str, token: str | None) -> Session:
+        """The session; ``token`` None is an in-process caller (the HTTP edge always passes the client's)."""
         self._purge()
         session = self._sessions.get(session_id)
-        if session is None:
-            raise SessionNotFound(f"no interview session {session_id!r} (unknown or expired)")
+        if session is None or (token is not None and not hmac.compare_digest(token, session.token)):
+            raise SessionNotFound(
+                f"no interview session {session_id[:64]!r} with this token (unknown or expired)"
+            )
         return session
+
+    def _count_start(self, client: str) -> None:
+        now = self.clock()
+        recent = self._starts.setdefault(client, deque())
+        while recent and recent[0] <= now - self.cfg.start_window_s:
+            recent.popleft()
+        if len(recent) >= self.cfg.starts_per_client:
+            raise SessionLimitReached(
+                f"this client started {len(recent)} interview sessions in the last "
+                f"{self.cfg.start_window_s / 60:g} minutes (starts_per_client={self.cfg.starts_per_client})"
+            )
+        recent.append(now)
+        for key in [k for k, v in self._starts.items() if not v]:  # forget idle clients
+            del self._starts[key]
 
     def _touch(self, session: Session) -> None:
         session.expires_at = self.clock() + self.cfg.ttl_s
@@ -136,14 +238,19 @@ class InterviewSessions:
         session.finish_reason = step.finish_reason
 
     # ---------------------------------------------------------------------------------------- the API
-    async def start(self) -> dict[str, Any]:
-        """A new session and its first question."""
+    async def start(self, client: str = "") -> dict[str, Any]:
+        """A new session and its first question; the reply alone carries the session's ``token``.
+
+        Args:
+            client: Who asks (the HTTP edge passes the client's address), for ``starts_per_client``.
+        """
         self._purge()
         if len(self._sessions) >= self.cfg.max_sessions:
             raise SessionLimitReached(
                 f"{len(self._sessions)} interview sessions are live (max_sessions={self.cfg.max_sessions}); "
                 "finish or delete one, or wait for one to expire"
             )
+        self._count_start(client)
         session = Session(uuid.uuid4().hex, self.agent.start(), self.clock() + self.cfg.ttl_s)
         self._sessions[session.id] = session  # counted against the cap while its first question is made
         try:
@@ -153,11 +260,11 @@ class InterviewSessions:
             self._sessions.pop(session.id, None)
             raise
         self._touch(session)
-        return self._view(session)
+        return {**self._view(session), "token": session.token}
 
-    async def answer(self, session_id: str, answer: str) -> dict[str, Any]:
+    async def answer(self, session_id: str, answer: str, token: str | None = None) -> dict[str, Any]:
         """Records the patient's answer; returns the next question or the final assessment."""
-        session = self._get(session_id)
+        session = self._get(session_id, token)
         if session.finished:
             raise SessionConflict(f"interview session {session_id!r} is finished; start a new one")
         if session.lock.locked():
@@ -169,12 +276,12 @@ class InterviewSessions:
             self._touch(session)
         return self._view(session)
 
-    async def get(self, session_id: str) -> dict[str, Any]:
+    async def get(self, session_id: str, token: str | None = None) -> dict[str, Any]:
         """The session with its full interview state."""
-        return self._view(self._get(session_id), with_state=True)
+        return self._view(self._get(session_id, token), with_state=True)
 
-    async def delete(self, session_id: str) -> None:
-        self._get(session_id)
+    async def delete(self, session_id: str, token: str | None = None) -> None:
+        self._get(session_id, token)
         del self._sessions[session_id]
 
     async def count(self) -> int:
