@@ -28,7 +28,9 @@ function fmt(v, digits = 3) {
 
 function pct(v) { return v === null || v === undefined ? "n/a" : (100 * v).toFixed(1) + "%"; }
 
+let pending = 0;  // requests in flight; the body's data-busy says whether any is
 async function api(path) {
+  pending += 1;
   document.body.dataset.busy = "true";
   try {
     const r = await fetch(path, { headers: { Accept: "application/json" } });
@@ -36,13 +38,20 @@ async function api(path) {
     if (!r.ok) throw new Error(body.error || r.statusText);
     return body;
   } finally {
-    document.body.dataset.busy = "false";
+    pending -= 1;
+    document.body.dataset.busy = String(pending > 0);
   }
 }
+
+// Each view takes a ticket before it fetches; a view whose ticket is no longer the latest (the user moved on
+// while its request was in flight) shows nothing, so a slow answer never overwrites a newer one.
+let latest = 0;
+function ticket() { latest += 1; return latest; }
 
 function show(...nodes) {
   const main = document.getElementById("main");
   main.replaceChildren(...nodes);
+  setStatus("");
 }
 
 function setStatus(text) { document.getElementById("status").textContent = text; }
@@ -114,7 +123,9 @@ async function viewQuestions() {
     el("label", {}, "id ", el("input", { id: "search", value: state.search, size: 12, onchange: (e) => { state.search = e.target.value; reload(); } })));
   const q = new URLSearchParams({ offset: state.offset, limit: state.limit, sort: state.sort, search: state.search });
   if (state.flip && state.a !== null && state.b !== null) { q.set("flip", state.flip); q.set("a", state.a); q.set("b", state.b); }
+  const t = ticket();
   const body = await api("/api/questions?" + q);
+  if (t !== latest) return;
   const head = el("tr", {}, el("th", {}, "question"), state.qa.map((r) => el("th", {}, r.label)), el("th", {}, "tokens"));
   const rows = body.rows.map((row) => el("tr", { "data-id": row.id },
     el("td", {}, el("a", { href: "#q=" + encodeURIComponent(row.id), class: "qlink" }, row.id)),
@@ -182,7 +193,9 @@ function docCard(d) {
 }
 
 async function viewQuestion(id) {
+  const t = ticket();
   const d = await api("/api/question?id=" + encodeURIComponent(id));
+  if (t !== latest) return;
   const nodes = [el("h2", {}, "Question " + d.id)];
   if (d.question) {
     nodes.push(el("p", { id: "question-text" }, d.question.text));
@@ -208,7 +221,9 @@ async function viewQuestion(id) {
 async function viewInterviews(runIndex) {
   if (!state.ivRuns.length) { show(el("p", {}, "no interview runs given")); return; }
   const run = runIndex === null ? state.ivRuns[0].index : runIndex;
+  const t = ticket();
   const body = await api("/api/interviews?run=" + run);
+  if (t !== latest) return;
   const rows = body.interviews.map((i) => el("tr", {},
     el("td", {}, el("a", { href: "#iv=" + run + "/" + encodeURIComponent(i.id), class: "ivlink" }, i.id)),
     el("td", {}, i.source), el("td", {}, i.outcome), el("td", {}, fmt(i.rouge_l)), el("td", {}, fmt(i.red_flag_recall)), el("td", {}, fmt(i.differential_hit))));
@@ -227,7 +242,9 @@ function stateView(s) {
 }
 
 async function viewInterview(run, id) {
+  const t = ticket();
   const d = await api("/api/interview?run=" + run + "&id=" + encodeURIComponent(id));
+  if (t !== latest) return;
   const turns = d.turns.map((t) => el("div", { class: "turn" },
     el("p", { class: "q" }, "Turn " + t.turn + " [" + fmt(t.phase) + ", " + fmt(t.slot) + "]: " + t.question),
     el("p", { class: "a" }, "Patient: " + t.answer),
@@ -257,7 +274,7 @@ async function route() {
     else if (h === "questions") await viewQuestions();
     else if (h.startsWith("interviews")) await viewInterviews(h.includes("=") ? Number(h.split("=")[1]) : null);
     else if (h.startsWith("iv=")) { const rest = h.slice(3); const i = rest.indexOf("/"); await viewInterview(Number(rest.slice(0, i)), rest.slice(i + 1)); }
-    else viewRuns(state.notes || []);
+    else { ticket(); viewRuns(state.notes || []); }
   } catch (e) {
     show(el("p", { class: "error" }, "error: " + e.message));
   }
