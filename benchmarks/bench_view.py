@@ -46,8 +46,16 @@ def _trace(i: int, answer: str) -> list[dict[str, Any]]:
         for k in range(1, 9)
     ]
     steps: list[dict[str, Any]] = []
-    for tool in ("enable_search", "relevance_analysis", "locate_evidence", "relevance_analysis", "final_answer"):
-        steps.append({"kind": "model", "prompt_tokens": 500, "completion_tokens": 40, "content": "{...}" * 20})
+    for tool in (
+        "enable_search",
+        "relevance_analysis",
+        "locate_evidence",
+        "relevance_analysis",
+        "final_answer",
+    ):
+        steps.append(
+            {"kind": "model", "prompt_tokens": 500, "completion_tokens": 40, "content": "{...}" * 20}
+        )
         result: Any = {"documents": docs} if tool == "enable_search" else {"batch": ["D1", "D2"]}
         steps.append({"kind": "tool", "tool": tool, "arguments": {"answer": answer}, "result": result})
     return [{"step": n, **s} for n, s in enumerate(steps)]
@@ -162,7 +170,9 @@ def main() -> None:
         if painted is None:
             print("browser: skipped (chromium, chromedriver or selenium missing)")
         else:
-            print(f"browser: headless Chromium, navigation to the first questions table painted {1000 * painted:.0f} ms")
+            print(
+                f"browser: headless Chromium, navigation to the first questions table painted {1000 * painted:.0f} ms"
+            )
 
 
 if __name__ == "__main__":

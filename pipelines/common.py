@@ -140,7 +140,11 @@ def setup_logging(level: int = logging.INFO) -> str | None:
             logger.addHandler(to_file)
     if path and getattr(setup_logging, "shown", None) != path:
         setup_logging.shown = path  # type: ignore[attr-defined]
-        print(f"log: {path} (library chatter and Ray Data status are written there)", file=sys.stderr, flush=True)
+        print(
+            f"log: {path} (library chatter and Ray Data status are written there)",
+            file=sys.stderr,
+            flush=True,
+        )
     return path
 
 

@@ -12,6 +12,7 @@ import logging
 import socket
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from medagent.types import Question
 
@@ -24,8 +25,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m pipelines.view",
         description="A read-only results browser over run directories (benchmark and interview runs).",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN_DIR_OR_GLOB", help="run directories, globs, or folders of runs")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument(
+        "runs", nargs="+", metavar="RUN_DIR_OR_GLOB", help="run directories, globs, or folders of runs"
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
     p.add_argument("--port", type=int, default=8765, help="port (0: any free port; default 8765)")
     p.add_argument(
         "--data-root",
@@ -35,7 +40,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def benchmark_questions(runs_config: list[dict], data_root: str) -> dict[str, dict[str, Question]]:  # type: ignore[type-arg]
+def benchmark_questions(runs_config: list[dict[str, Any]], data_root: str) -> dict[str, dict[str, Question]]:
     """Question texts of the benchmarks the runs' manifests name, loaded as the runs loaded them."""
     from medagent.data import load_benchmark
 

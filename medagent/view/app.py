@@ -72,7 +72,9 @@ def _int(request: Request, name: str, default: int | None = None) -> int | None:
         raise ValueError(f"{name} must be an integer, got {value!r}") from e
 
 
-def build_app(runs: Sequence[ViewRun], notes: Sequence[str] = (), hosts: Sequence[str] = ("127.0.0.1",)) -> Starlette:
+def build_app(
+    runs: Sequence[ViewRun], notes: Sequence[str] = (), hosts: Sequence[str] = ("127.0.0.1",)
+) -> Starlette:
     """The app over ``runs`` (loaded once by the caller); ``hosts`` are the Host names it answers to
     (``*`` for any, when served beyond loopback on purpose)."""
     ids = questions.question_ids(runs)
@@ -94,7 +96,9 @@ def build_app(runs: Sequence[ViewRun], notes: Sequence[str] = (), hosts: Sequenc
         return _static(name)
 
     async def api_runs(_: Request) -> Response:
-        return JSONResponse({"runs": [vr.summary for vr in runs], "notes": list(notes), "questions": len(ids)})
+        return JSONResponse(
+            {"runs": [vr.summary for vr in runs], "notes": list(notes), "questions": len(ids)}
+        )
 
     async def api_questions(request: Request) -> Response:
         p = request.query_params

@@ -39,7 +39,11 @@ def _state_view(state: dict[str, Any]) -> dict[str, Any]:
             for name, v in slots.items()
         ],
         "differential": [
-            {"diagnosis": h.get("diagnosis"), "probability": h.get("probability"), "reason": h.get("reason", "")}
+            {
+                "diagnosis": h.get("diagnosis"),
+                "probability": h.get("probability"),
+                "reason": h.get("reason", ""),
+            }
             for h in state.get("differential") or []
         ],
         "red_flags": list(state.get("red_flags") or []),

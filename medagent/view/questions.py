@@ -127,7 +127,9 @@ def documents(trace: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> li
                         entry = docs.setdefault(_doc_key(d), {"quotes": [], "steps": []})
                         entry.update({k: v for k, v in d.items() if k not in ("quotes", "steps")})
                         entry["steps"].append(step.get("step"))
-    by_doc_id = {str(d.get("doc_id") or d.get("id")): k for k, d in docs.items() if d.get("doc_id") or d.get("id")}
+    by_doc_id = {
+        str(d.get("doc_id") or d.get("id")): k for k, d in docs.items() if d.get("doc_id") or d.get("id")
+    }
     for ev in evidence:
         key = _doc_key(ev)
         key = key if key in docs else by_doc_id.get(str(ev.get("doc_id")), key)

@@ -36,7 +36,12 @@ class Cell:
     latency_s: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"answer": self.answer, "status": self.status, "tokens": self.tokens, "latency_s": self.latency_s}
+        return {
+            "answer": self.answer,
+            "status": self.status,
+            "tokens": self.tokens,
+            "latency_s": self.latency_s,
+        }
 
 
 @dataclass
@@ -81,7 +86,9 @@ def _mean(values: list[float]) -> float | None:
     return round(fmean(values), 3) if values else None
 
 
-def _highlights(config: dict[str, Any], manifest: dict[str, Any], metrics: dict[str, Any] | None) -> dict[str, Any]:
+def _highlights(
+    config: dict[str, Any], manifest: dict[str, Any], metrics: dict[str, Any] | None
+) -> dict[str, Any]:
     agent = config.get("agent") or {}
     recipe = config.get("recipe") or manifest.get("recipe")
     index = config.get("index_dir") or (metrics or {}).get("index")
@@ -109,7 +116,9 @@ def _qa_summary(vr: ViewRun, run: Run) -> dict[str, Any]:
         },
     }
     if run.golds and not run.key.open_ended:
-        m = score(run.predictions, run.golds, benchmark=run.key.benchmark, bootstrap_samples=BOOTSTRAP_SAMPLES)
+        m = score(
+            run.predictions, run.golds, benchmark=run.key.benchmark, bootstrap_samples=BOOTSTRAP_SAMPLES
+        )
         summary["metrics"] = {
             "accuracy": m.accuracy,
             "ci95": list(m.ci95),
@@ -165,7 +174,9 @@ def find_interview_dirs(patterns: list[str]) -> list[Path]:
     return sorted(found)
 
 
-def load_view(patterns: list[str], questions: dict[str, dict[str, Question]] | None = None) -> tuple[list[ViewRun], list[str]]:
+def load_view(
+    patterns: list[str], questions: dict[str, dict[str, Question]] | None = None
+) -> tuple[list[ViewRun], list[str]]:
     """Every run named by ``patterns``; problems become notes. ``questions`` (benchmark -> id -> question)
     fills in question texts for runs written before they kept ``questions.jsonl``."""
     qa_paths, notes = find_run_dirs(patterns)
@@ -200,7 +211,9 @@ def load_view(patterns: list[str], questions: dict[str, dict[str, Question]] | N
         config = manifest.get("config") or {}
         mode = (config.get("agent") or {}).get("mode") or rows[0].mode
         vr = ViewRun(len(out), path, "interview", label=f"interviews / {mode}", manifest=manifest, rows=rows)
-        vr.summary = _interview_summary(rows) | {"config": _highlights(config, manifest, None) | {"mode": mode}}
+        vr.summary = _interview_summary(rows) | {
+            "config": _highlights(config, manifest, None) | {"mode": mode}
+        }
         out.append(vr)
     # Two runs of one experiment get the same label; the folder tells them apart.
     seen: dict[str, int] = {}

@@ -76,7 +76,13 @@ def browser() -> Iterator[Any]:
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = str(shutil.which("chromium"))
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,1100"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,1100",
+    ):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(str(shutil.which("chromedriver"))), options=opts)
     yield driver
@@ -128,7 +134,11 @@ def test_flips_a_question_with_its_highlighted_quote_and_markup_as_text(page_url
     from selenium.webdriver.common.by import By
 
     browser.get(page_url + "/")
-    _wait(browser, "the page script", lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true")
+    _wait(
+        browser,
+        "the page script",
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "true",
+    )
     cards = browser.find_elements(By.CSS_SELECTOR, "section.run")
     assert len(cards) == 3
     assert fakes.DEPARTURES[0] in browser.find_element(By.TAG_NAME, "main").text
@@ -136,7 +146,11 @@ def test_flips_a_question_with_its_highlighted_quote_and_markup_as_text(page_url
     _shot(browser, "runs")
 
     browser.find_element(By.ID, "nav-questions").click()
-    _wait(browser, "the questions table", lambda d: len(d.find_elements(By.CSS_SELECTOR, "#questions tbody tr")) == 5)
+    _wait(
+        browser,
+        "the questions table",
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#questions tbody tr")) == 5,
+    )
     _select(browser, "run-a", "b1 / standalone")
     _wait(browser, "run A chosen", _idle)
     _select(browser, "run-b", "b1 / full")

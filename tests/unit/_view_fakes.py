@@ -23,13 +23,18 @@ STANDALONE = {"q1": "A", "q2": "C", "q3": "C", "q4": "D", "q5": "A"}
 FULL = {"q1": "B", "q2": "B", "q3": "INVALID", "q4": "INVALID", "q5": "A"}
 QUOTE = "aspirin irreversibly inhibits cyclooxygenase"
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
-DOC_TEXT = f"Platelets and drugs. {HOSTILE} Low-dose Aspirin irreversibly inhibits   cyclooxygenase-1 in platelets."
+DOC_TEXT = (
+    f"Platelets and drugs. {HOSTILE} Low-dose Aspirin irreversibly inhibits   cyclooxygenase-1 in platelets."
+)
 DEPARTURES = ["memory bank keeps verified quotes, not whole documents"]
 
 
 def questions() -> list[Question]:
     opts = {k: f"option {k} <b>bold?</b>" for k in "ABCDE"}
-    return [Question(id=q, text=f"Question {q}: which drug? {HOSTILE}", options=opts, benchmark="b1") for q in GOLD]
+    return [
+        Question(id=q, text=f"Question {q}: which drug? {HOSTILE}", options=opts, benchmark="b1")
+        for q in GOLD
+    ]
 
 
 def search_trace() -> list[dict[str, Any]]:
@@ -56,7 +61,9 @@ def search_trace() -> list[dict[str, Any]]:
 def write_qa_run(root: Path, mode: str, answers: dict[str, str]) -> Path:
     rd = RunDir(root / f"b1-{mode}" / "run")
     cfg = RunConfig(
-        benchmark=BenchmarkConfig(name="b1", loader="b1"), agent=agent_config(mode=mode), llm=LLMConfig(name="fake")
+        benchmark=BenchmarkConfig(name="b1", loader="b1"),
+        agent=agent_config(mode=mode),
+        llm=LLMConfig(name="fake"),
     )
     rd.write_json(rd.manifest, {"config": asdict(cfg), "git_sha": None, "departures": DEPARTURES})
     rd.write_golds(Gold(id=q, answer=a, answer_text=f"option {a}") for q, a in GOLD.items())

@@ -69,7 +69,9 @@ def test_chatter_goes_to_the_log_file_and_warnings_to_the_terminal(
         assert line in written
 
 
-def test_ray_data_status_never_reaches_rays_own_terminal_handler(hydra_handlers: tuple[io.StringIO, Path]) -> None:
+def test_ray_data_status_never_reaches_rays_own_terminal_handler(
+    hydra_handlers: tuple[io.StringIO, Path],
+) -> None:
     setup_logging()
     ray_data = logging.getLogger("ray.data")
     terminals = [h for h in ray_data.handlers if type(h).__name__ == "PlainRayHandler"]  # Ray's own

@@ -40,10 +40,16 @@ def test_runs_have_metrics_with_ci_config_cost_and_departures(client: TestClient
     assert set(runs) == {"b1 / full", "b1 / standalone", "interviews / amq"}
     full = runs["b1 / full"]
     assert full["metrics"]["correct"] == 1 and full["metrics"]["scored"] == 5  # q2 only
-    assert full["metrics"]["invalid_rate"] == pytest.approx(0.2) and full["metrics"]["error_rate"] == pytest.approx(0.2)
+    assert full["metrics"]["invalid_rate"] == pytest.approx(0.2) and full["metrics"][
+        "error_rate"
+    ] == pytest.approx(0.2)
     lo, hi = full["metrics"]["ci95"]
     assert 0.0 <= lo <= 0.2 <= hi <= 1.0
-    assert full["config"]["benchmark"] == "b1" and full["config"]["mode"] == "full" and full["config"]["llm"] == "fake"
+    assert (
+        full["config"]["benchmark"] == "b1"
+        and full["config"]["mode"] == "full"
+        and full["config"]["llm"] == "fake"
+    )
     assert full["cost"]["prompt_tokens"] == pytest.approx(300.0)
     assert full["departures"] == fakes.DEPARTURES
     assert runs["interviews / amq"]["kind"] == "interview" and runs["interviews / amq"]["n"] == 1

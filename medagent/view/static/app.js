@@ -88,8 +88,22 @@ function runCard(run) {
   return el("section", { class: "card run", "data-run": run.index }, parts);
 }
 
+function summaryTable() {
+  // One line per run, side by side: what a comparison of arms is read from first.
+  const head = ["run", "kind", "n", "accuracy", "95% CI", "invalid", "errors", "tokens / item", "seconds / item"];
+  const rows = state.runs.map((r) => {
+    const m = r.metrics;
+    const tokens = (r.cost.prompt_tokens || 0) + (r.cost.completion_tokens || 0);
+    return el("tr", { "data-run": r.index }, el("td", {}, r.label), el("td", {}, r.kind), el("td", {}, fmt(r.n)),
+      el("td", {}, m ? pct(m.accuracy) : "-"), el("td", {}, m ? pct(m.ci95[0]) + " to " + pct(m.ci95[1]) : "-"),
+      el("td", {}, m ? pct(m.invalid_rate) : "-"), el("td", {}, m ? pct(m.error_rate) : "-"),
+      el("td", {}, fmt(tokens, 0)), el("td", {}, fmt(r.cost.latency_s, 2)));
+  });
+  return el("table", { id: "runs-summary" }, el("tr", {}, head.map((h) => el("th", {}, h))), rows);
+}
+
 function viewRuns(notes) {
-  const nodes = [el("h2", {}, "Runs (" + state.runs.length + ")"), ...state.runs.map(runCard)];
+  const nodes = [el("h2", {}, "Runs (" + state.runs.length + ")"), summaryTable(), ...state.runs.map(runCard)];
   if (notes.length) nodes.push(el("h3", {}, "Notes"), el("ul", { class: "notes" }, notes.map((n) => el("li", {}, n))));
   show(...nodes);
 }
