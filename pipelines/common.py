@@ -114,6 +114,10 @@ class TerminalFilter(logging.Filter):
         return record.levelno >= logging.WARNING or not chatty
 
 
+class RunLogHandler(logging.FileHandler):
+    """The run's log file, added to Ray's loggers (which do not propagate to hydra's handler)."""
+
+
 def _filter_terminal(logger: logging.Logger) -> None:
     for h in logger.handlers:
         is_file = isinstance(h, logging.FileHandler) or type(h).__name__ == "SessionFileHandler"
@@ -134,8 +138,11 @@ def setup_logging(level: int = logging.INFO) -> str | None:
         logger = logging.getLogger(name)
         logger.setLevel(logging.INFO)
         _filter_terminal(logger)
-        if path and not any(getattr(h, "baseFilename", None) == path for h in logger.handlers):
-            to_file = logging.FileHandler(path, encoding="utf-8")
+        for h in [h for h in logger.handlers if isinstance(h, RunLogHandler) and h.baseFilename != path]:
+            logger.removeHandler(h)  # an earlier run's log in this process (tests, suites of hydra jobs)
+            h.close()
+        if path and not any(isinstance(h, RunLogHandler) for h in logger.handlers):
+            to_file = RunLogHandler(path, encoding="utf-8")
             to_file.setFormatter(files[0].formatter)
             logger.addHandler(to_file)
     if path and getattr(setup_logging, "shown", None) != path:

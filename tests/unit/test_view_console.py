@@ -48,7 +48,8 @@ def test_chatter_goes_to_the_log_file_and_warnings_to_the_terminal(
     assert setup_logging() == str(log_file)
     setup_logging()  # a second call (run_suite's cells) neither prints again nor adds handlers twice
     assert capsys.readouterr().err.count(str(log_file)) == 1
-    assert sum(isinstance(h, logging.FileHandler) for h in logging.getLogger("ray").handlers) == 1
+    to_file = [h for h in logging.getLogger("ray").handlers if isinstance(h, logging.FileHandler)]
+    assert [h.baseFilename for h in to_file] == [str(log_file)]
 
     logging.getLogger("faiss.loader").info("Loading faiss with AVX512 support.")
     logging.getLogger("bm25s").debug("Building index from IDs")
