@@ -91,6 +91,8 @@ def detail(vr: ViewRun, interview_id: str) -> dict[str, Any] | None:
         "assessment": result.get("assessment"),
         "reference": row.reference,
         "record": row.record,
+        # Keys this version does not know (fact-level scores from newer evaluators among them), as recorded.
+        "extra": row.extra,
         "simulator": row.simulator or [],
         "usage": result.get("usage"),
         "elapsed_s": row.elapsed_s,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.common import RAY_LOGGERS, TerminalFilter, setup_logging
+from pipelines.common import RAY_LOGGERS, RunLogHandler, TerminalFilter, setup_logging
 
 PROGRESS = "ray.data._internal.progress.logging_progress"  # where Ray Data logs status off a terminal
 
@@ -48,7 +48,7 @@ def test_chatter_goes_to_the_log_file_and_warnings_to_the_terminal(
     assert setup_logging() == str(log_file)
     setup_logging()  # a second call (run_suite's cells) neither prints again nor adds handlers twice
     assert capsys.readouterr().err.count(str(log_file)) == 1
-    to_file = [h for h in logging.getLogger("ray").handlers if isinstance(h, logging.FileHandler)]
+    to_file = [h for h in logging.getLogger("ray").handlers if isinstance(h, RunLogHandler)]
     assert [h.baseFilename for h in to_file] == [str(log_file)]
 
     logging.getLogger("faiss.loader").info("Loading faiss with AVX512 support.")

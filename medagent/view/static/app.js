@@ -50,7 +50,7 @@ function ticket() { latest += 1; return latest; }
 
 function show(...nodes) {
   const main = document.getElementById("main");
-  main.replaceChildren(...nodes);
+  main.replaceChildren(...nodes.flat());
   setStatus("");
 }
 
@@ -272,12 +272,14 @@ async function viewInterview(run, id) {
     el("p", {}, "next steps: " + (a.next_steps || []).join("; ")), el("p", {}, "red flags: " + (a.red_flags || []).join("; ")),
     el("p", { class: "muted" }, "summary: " + (a.summary || "")));
   const reference = el("div", { class: "card", id: "reference" }, el("h3", {}, "Physician's reference"), el("p", {}, (d.reference || {}).statement || "none"));
-  const sim = el("table", { id: "simulator" }, el("tr", {}, el("th", {}, "patient answer"), el("th", {}, "fidelity")),
-    d.simulator.map((s) => el("tr", {}, el("td", {}, fmt(s.answer || s.text || s)), el("td", {}, fmt(s.label || s.fidelity)))));
+  const sim = el("table", { id: "simulator" }, el("tr", {}, ["question", "patient answer", "fidelity"].map((h) => el("th", {}, h))),
+    d.simulator.map((s) => el("tr", {}, el("td", {}, fmt(s.question || "")), el("td", {}, fmt(s.answer || s.text || s)), el("td", {}, fmt(s.label || s.fidelity)))));
   show(el("h2", {}, "Interview " + d.id + " (" + d.label + ")"), el("p", {}, d.outcome),
     el("h3", {}, "Transcript"), el("div", { id: "turns" }, turns),
     el("div", { class: "two-col" }, assessment, reference),
-    el("h3", {}, "Scores"), kv(d.record || {}), el("h3", {}, "Simulated patient"), sim);
+    el("h3", {}, "Scores"), kv(d.record || {}),
+    Object.keys(d.extra || {}).length ? [el("h3", {}, "Other recorded scores"), kv(d.extra)] : [],
+    el("h3", {}, "Simulated patient (fidelity of each answer)"), sim);
 }
 
 // Routing ---------------------------------------------------------------------------------------------
