@@ -190,6 +190,7 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
     if cfg.resume_check:
         check_resume(previous, config, RESUMABLE_KEYS, run_dir=str(rd.root), answered=len(done))
     rd.write_golds(g for _, g in data.pairs)
+    rd.write_questions(q for q, _ in data.pairs)
     n_rejected = rd.write_rejected(data.rejected)
     if n_rejected:
         log.warning("%d malformed rows set aside in %s", n_rejected, rd.rejected)

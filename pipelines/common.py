@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -117,11 +118,60 @@ def register_configs() -> None:
     ConfigStore.instance().store(name="serve_schema", node=ServeConfig)
 
 
-def setup_logging(level: int = logging.INFO) -> None:
+# Loggers whose info and debug lines are chatter on a terminal (faiss's loader attempts, bm25s, Ray, Ray
+# Data's operator status every few seconds when stdout is not a terminal): the run's log file keeps them.
+CHATTY = ("faiss", "bm25s", "ray", "httpx", "urllib3", "filelock")
+# Ray's loggers carry their own terminal handlers and do not propagate to the root logger.
+RAY_LOGGERS = ("ray", "ray.data", "ray.serve")
+
+
+class TerminalFilter(logging.Filter):
+    """Lets warnings through, and everything from loggers not in ``CHATTY``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        chatty = any(record.name == n or record.name.startswith(n + ".") for n in CHATTY)
+        return record.levelno >= logging.WARNING or not chatty
+
+
+class RunLogHandler(logging.FileHandler):
+    """The run's log file, added to Ray's loggers (which do not propagate to hydra's handler)."""
+
+
+def _filter_terminal(logger: logging.Logger) -> None:
+    for h in logger.handlers:
+        is_file = isinstance(h, logging.FileHandler) or type(h).__name__ == "SessionFileHandler"
+        if not is_file and not any(isinstance(f, TerminalFilter) for f in h.filters):
+            h.addFilter(TerminalFilter())
+
+
+def setup_logging(level: int = logging.INFO) -> str | None:
+    """The terminal keeps progress bars, warnings and results; ``CHATTY`` loggers' lines go to the run's
+    log file only (hydra's file handler on the root logger), whose path is printed once. Returns it."""
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # Ray and llama.cpp are chatty at INFO; our own progress is what users want to read.
-    for noisy in ("ray", "ray.data", "ray.serve", "httpx"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    root = logging.getLogger()
+    _filter_terminal(root)
+    logging.getLogger("bm25s").setLevel(logging.DEBUG)
+    files = [h for h in root.handlers if isinstance(h, logging.FileHandler)]
+    path = files[0].baseFilename if files else None
+    for name in RAY_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO)
+        _filter_terminal(logger)
+        for h in [h for h in logger.handlers if isinstance(h, RunLogHandler) and h.baseFilename != path]:
+            logger.removeHandler(h)  # an earlier run's log in this process (tests, suites of hydra jobs)
+            h.close()
+        if path and not any(isinstance(h, RunLogHandler) for h in logger.handlers):
+            to_file = RunLogHandler(path, encoding="utf-8")
+            to_file.setFormatter(files[0].formatter)
+            logger.addHandler(to_file)
+    if path and getattr(setup_logging, "shown", None) != path:
+        setup_logging.shown = path  # type: ignore[attr-defined]
+        print(
+            f"log: {path} (library chatter and Ray Data status are written there)",
+            file=sys.stderr,
+            flush=True,
+        )
+    return path
 
 
 @contextlib.contextmanager

@@ -124,8 +124,9 @@ def run_key(config: dict[str, Any] | None, metrics: dict[str, Any] | None) -> Ru
     return None
 
 
-def load_run(path: Path) -> tuple[Run | None, list[str]]:
-    """Opens one run read-only; None (with a note) when it cannot be identified or has no predictions."""
+def load_run(path: Path, *, traces: bool = True) -> tuple[Run | None, list[str]]:
+    """Opens one run read-only; None (with a note) when it cannot be identified or has no predictions.
+    ``traces=False`` leaves every ``trace`` empty (a viewer reads one question's trace when it is shown)."""
     rd = RunDir(path, read_only=True)
     manifest = rd.read_json(rd.manifest)
     metrics = rd.read_json(rd.metrics)
@@ -133,7 +134,7 @@ def load_run(path: Path) -> tuple[Run | None, list[str]]:
     key = run_key(config, metrics)
     if key is None:
         return None, [f"{path}: no manifest.json config (or metrics.json) to identify the run; skipped"]
-    predictions = rd.load_predictions(with_traces=True)
+    predictions = rd.load_predictions(with_traces=traces)
     if not predictions:
         return None, [f"{path}: no predictions yet; skipped"]
     notes = [] if manifest else [f"{path}: no manifest.json; identified from metrics.json (TopR unknown)"]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from medagent.types import Gold, Prediction, Rejected
+from medagent.types import Gold, Prediction, Question, Rejected
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -56,6 +56,11 @@ class RunDir:
     @property
     def golds(self) -> Path:
         return self.root / "golds.jsonl"
+
+    @property
+    def questions(self) -> Path:
+        """What the agent was asked (text and options; no labels), for readers of the run (the viewer)."""
+        return self.root / "questions.jsonl"
 
     @property
     def rejected(self) -> Path:
@@ -246,6 +251,14 @@ class RunDir:
     # Golds, rejected rows, JSON documents -------------------------------------------------------
     def write_golds(self, golds: Iterable[Gold]) -> None:
         _atomic_write(self.golds, "".join(json.dumps(g.to_dict(), ensure_ascii=False) + "\n" for g in golds))
+
+    def write_questions(self, questions: Iterable[Question]) -> None:
+        lines = (json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in questions)
+        _atomic_write(self.questions, "".join(lines))
+
+    def load_questions(self) -> dict[str, Question]:
+        """Questions by id; empty for runs written before ``questions.jsonl`` existed."""
+        return {q.id: q for q in (Question.from_dict(r) for r in self.load_records(self.questions))}
 
     def load_golds(self) -> dict[str, Gold]:
         if not self.golds.exists():
