@@ -2,7 +2,7 @@
 
 The model reads documents as short handles (``D1``, ``D2``, ...: ``MemoryBank.enqueue``); a trace that kept
 only those could not say which sources and documents a run saw. Each search step records, per document the
-search returned (the reranker's TopR), its corpus id, source, first-stage and rerank scores and handle
+search returned (the reranker's TopR), its corpus id, source, title, text, first-stage and rerank scores and handle
 (``search_records``); the memory snapshot at the end maps every reviewed, quoted and pruned handle back to
 its document (``snapshot_fields``). Both are read from the run directory by ``medagent.report.evidence``.
 """
@@ -68,6 +68,10 @@ def search_records(
                 "id": d.id,
                 "doc_id": d.doc_id,
                 "source": d.source,
+                "title": d.title,
+                # The text the model could review (already cut to the recipe's length), so a reader of the
+                # run can see a kept quote inside its document without the index at hand.
+                "text": d.content,
                 "first_stage_score": first.get(key),
                 "rerank_score": d.score,
                 # Queued by an earlier search: not shown again, the model knows it by ``handle`` already.

@@ -19,7 +19,7 @@ from medagent.view.runs import ViewRun
 MAX_PAGE = 200
 FLIPS = ("right_to_wrong", "wrong_to_right")
 # Keys under which a search step may list its documents (dicts), and where a document keeps its text.
-_DOC_LISTS = ("documents", "docs", "retrieved", "provenance", "hits", "passages")
+_DOC_LISTS = ("retrieved_docs", "documents", "docs", "retrieved", "provenance", "hits", "passages")
 _TEXT_KEYS = ("text", "content", "excerpt", "preview")
 _ELLIPSIS = re.compile(r"\.\.\.+|…")
 

@@ -148,3 +148,17 @@ def test_traces_without_provenance_still_load_and_count_as_untraced(tmp_path: Pa
     t = evidence_by_source(runs)
     assert t.records == [] and gold_in_retrieved(runs).records == []
     assert "\n" not in format_step(runs[0].predictions[0].trace[1])
+
+
+def test_the_viewer_shows_a_kept_quote_inside_its_retrieved_document() -> None:
+    from medagent.view.questions import documents
+
+    pred = _run_full()
+    docs = documents(pred.trace, pred.evidence)
+    by_id = {d.get("id"): d for d in docs if d.get("id")}
+    assert by_id["w2"]["source"] == "wikipedia" and by_id["w2"]["text"]
+    quoted = [d for d in docs if d["quotes"]]
+    assert quoted, "the run kept a quote"
+    for d in quoted:
+        for q in d["quotes"]:
+            assert q["spans"], (q, d["text"][:200])
