@@ -47,7 +47,7 @@ class FakeClinician:
     """A scripted model that plays every history-taking role, keyed on the request's prompt tag.
 
     * update: fills the slot named in the doctor's question (``about <slot>``; the opening question fills
-      ``symptom``) with the patient's answer unless it says "don't know"; a red flag when the answer
+      ``symptom``) with the patient's answer, quoted, unless it says "don't know"; a red flag when the answer
       mentions blood; the differential from ``differential(turn)``.
     * question: ``Could you tell me about <slot>?`` for the target slot (``question_override`` can replace it).
     * summary / assessment: fixed replies citing the first passage given (and a bogus id).
@@ -92,11 +92,15 @@ class FakeClinician:
         a = answer.group(1) if answer else ""
         m = re.search(r"about (\w+)\?", q)
         slot = m.group(1) if m else ("symptom" if "brings you in" in q else None)
-        facts = [{"slot": slot, "value": a}] if slot in SLOT_BY_NAME and "don't know" not in a.lower() else []
+        facts = (
+            [{"slot": slot, "value": a, "quote": a}]
+            if slot in SLOT_BY_NAME and "don't know" not in a.lower()
+            else []
+        )
         return json.dumps(
             {
-                "summary": f"Summary after turn {turn}.",
-                "facts": facts,
+                "summary_add": f"Turn {turn}.",
+                "slot_updates": facts,
                 "differential": self.differential(turn),
                 "red_flags": [{"id": "haemoptysis", "quote": a}] if "blood" in a.lower() else [],
                 "route": "question",

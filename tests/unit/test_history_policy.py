@@ -50,7 +50,7 @@ def _state(dx: tuple[Hypothesis, ...], *filled: str, answer: str = "I have a cou
         InterviewState(), Asked(AskedQuestion(0, "Hello, what brings you in today?", "symptom", "triage"))
     )
     s = transition(s, Answered(answer))
-    return transition(s, Updated(facts=tuple((n, "x") for n in filled), differential=dx))
+    return transition(s, Updated(facts=tuple((n, "x", "x") for n in filled), differential=dx))
 
 
 def _toy_table() -> InformationTable:
@@ -93,7 +93,7 @@ def test_information_policy_next_slot_depends_on_the_differential() -> None:
     # habit separate them; wheezing too, but the symptom details are in the second pass.
     assert {first[0], first[1]} == {"exposure", "habits"}
     # Once the exposure question is answered, its indicator is known: habits is the best left.
-    after = transition(covid, Updated(facts=(("exposure", "my son had covid"),)))
+    after = transition(covid, Updated(facts=(("exposure", "my son had covid", "my son had covid"),)))
     assert ranked_slots(after, rules)[0] == "habits"
     # A differential that is already certain has no entropy to reduce: completeness gain decides (the order).
     sure = _state((Hypothesis("asthma", 1.0),), *TRIAGE)
