@@ -90,7 +90,7 @@ class FakeClinician:
         answer = re.search(r"^Patient: (.*)$", user, re.M)
         q = question.group(1) if question else ""
         a = answer.group(1) if answer else ""
-        m = re.search(r"about (\w+)\?", q)
+        m = re.search(r"about (\w+)[?:]", q)
         slot = m.group(1) if m else ("symptom" if "brings you in" in q else None)
         facts = (
             [{"slot": slot, "value": a, "quote": a}]
@@ -122,6 +122,9 @@ class FakeClinician:
             topic = topics[self.confirmations % len(topics)]
             self.confirmations += 1
             return json.dumps({"question": f"Have you noticed {topic}?", "slot": "other"})
+        finding = re.search(r"specifically: ([^.]+)\.$", user, re.M)
+        if finding:  # the information policy's scored finding
+            return json.dumps({"question": f"Could you tell me about {slot}: any {finding.group(1)}?", "slot": slot})
         return json.dumps({"question": f"Could you tell me about {slot}?", "slot": slot})
 
     def _assessment(self, body: dict[str, Any]) -> str:
@@ -157,7 +160,7 @@ class ScriptedPatient:
         self.questions.append(question)
         if "brings you in" in question:
             return self.opening
-        m = re.search(r"about (\w+)\?", question)
+        m = re.search(r"about (\w+)[?:]", question)
         if m:
             return self.answers.get(m.group(1), f"My {m.group(1)} is fine.")
         return "I'm not sure."

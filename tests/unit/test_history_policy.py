@@ -271,3 +271,25 @@ def test_the_three_policy_arms_compose(agent: str, arm: str) -> None:
         and cfg.interviews.ids == load_table().eval_ids
     )
     Rules.from_config(cfg.agent)  # the table and the orders load
+
+
+def test_information_policy_asks_for_the_finding_it_scored() -> None:
+    # An opening that names no symptom grounds no symptom slot, so the policy asks for its best finding.
+    agent = HistoryTakingAgent(
+        FakeClinician().model,
+        history_agent_config(max_turns=16, policy="information", max_asks_per_slot=2),
+        FakeRetriever(),
+        BagOfWordsEmbedder(),
+    )
+    info = asyncio.run(agent.run(ScriptedPatient(opening="I just don't feel right.")))
+    assert info.final_state.refused[0].reason == "the quote names no symptom"
+    symptom = [t for t in info.turns[1:] if t.slot == "symptom"]
+    assert symptom, [t.slot for t in info.turns]
+    for t in symptom:  # the reason names the scored finding and the question asks about it
+        finding = t.reason.split(" via ")[1]
+        assert finding and finding in t.question, (t.reason, t.question)
+    # The attributes have no finding of their own: their own value is the completeness gain alone.
+    rules = _info_rules()
+    attrs = slot_values(_state((), *TRIAGE), rules, ["onset", "duration", "symptom"])
+    assert attrs["onset"].information == attrs["duration"].information == 0.0
+    assert attrs["symptom"].information > 0
