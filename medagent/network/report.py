@@ -261,9 +261,20 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
         lines.append(
             f"- NODF = {a.nodf_obs.nodf:.2f} (N_row {a.nodf_obs.n_row:.2f}, N_col {a.nodf_obs.n_col:.2f}). *{s['nodf']}.*"
         )
-    lines += ["", "| null model | mean | sd | z | p_less | p_greater | n |", "|---|---|---|---|---|---|---|"]
+    degenerate = [m for m, x in a.nulls.items() if x.degenerate]
+    if (a.nodf_obs and a.nodf_obs.nodf == 0) or degenerate:
+        lines.append(
+            f"- **Degenerate**: NODF = {a.nodf_obs.nodf if a.nodf_obs else float('nan'):.2f}; nulls with no "
+            f"variance: {', '.join(degenerate) or 'none'}. A z or p against such nulls says nothing about "
+            "nestedness."
+        )
     lines += [
-        f"| {m} | {_fmt(x.mean, 2)} | {_fmt(x.sd, 2)} | {_fmt(x.z, 2)} | {_fmt(x.p_less, 4)} | {_fmt(x.p_greater, 4)} | {x.n} |"
+        "",
+        "| null model | mean | sd | z | p_less | p_greater | n | degenerate |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {m} | {_fmt(x.mean, 2)} | {_fmt(x.sd, 2)} | {_fmt(x.z, 2)} | {_fmt(x.p_less, 4)} | {_fmt(x.p_greater, 4)} | {x.n} | {'yes' if x.degenerate else 'no'} |"
         for m, x in a.nulls.items()
     ]
     lines += [

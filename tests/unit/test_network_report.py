@@ -26,6 +26,7 @@ FAST = NetworkAnalysisConfig(
     curveball_thin=5,
     cv_folds=5,
     kl_null_samples=30,
+    min_null_samples=10,
     # Q only per cell here (no map_fn calls); test_sensitivity_* cover the cell nulls.
     sensitivity=SensitivityConfig(alphas=[0.05, 0.01], null_samples=0, restarts=2),
 )
@@ -179,3 +180,14 @@ def test_load_annotations_sets_bad_rows_aside(tmp_path: Path) -> None:
     assert loaded.rejected[2].reason == "duplicate id"
     with pytest.raises(FileNotFoundError):
         load_annotations(tmp_path / "missing")
+
+
+def test_a_printed_p_needs_at_least_99_nulls_and_degenerate_nulls_are_flagged() -> None:
+    from medagent.network.config import NetworkAnalysisConfig
+    from medagent.network.nulls import summarise_null
+
+    with pytest.raises(ValueError, match="99 null samples"):
+        NetworkAnalysisConfig(modularity_null_samples=19)
+    assert NetworkAnalysisConfig(kl_null_samples=0).sensitivity.null_samples == 99  # 0 = no p printed
+    assert summarise_null(0.0, [0.0] * 99, "r00").degenerate
+    assert not summarise_null(3.0, [1.0, 2.0, 4.0], "r1").degenerate
