@@ -4,6 +4,7 @@ the history-taking agent, its evaluation, the HTTP interview sessions and ``pipe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from medagent.config.base import ClusterConfig, LLMConfig, ModelConfig, RetrieverConfig
 from medagent.config.choices import (
@@ -353,3 +354,12 @@ class InterviewRunConfig:
     timeline_interview: str | None = None
     # Refuse to resume a run dir whose interviews were run under other settings (medagent.run.drift).
     resume_check: bool = True
+    # Every arm in one run (pipelines.run_interviews.run_arms): conf/history_agent option names, run on the
+    # same interviews, interleaved per interview, on one deployment; empty = the one arm ``agent``. Each
+    # arm is its file with ``arm_overrides`` (dotted HistoryAgentConfig keys, e.g. {max_turns: 16}) applied.
+    arms: list[str] = field(default_factory=list)
+    arm_overrides: dict[str, Any] = field(default_factory=dict)
+    # The paired report's endpoints (InterviewRecord fields; the first is the primary) and the arm every
+    # other arm is compared with (None: the first arm).
+    paired_endpoints: list[str] = field(default_factory=lambda: ["bertscore_f1", "rouge_l", "n_turns"])
+    reference_arm: str | None = None

@@ -124,7 +124,9 @@ class FakeClinician:
             return json.dumps({"question": f"Have you noticed {topic}?", "slot": "other"})
         finding = re.search(r"specifically: ([^.]+)\.$", user, re.M)
         if finding:  # the information policy's scored finding
-            return json.dumps({"question": f"Could you tell me about {slot}: any {finding.group(1)}?", "slot": slot})
+            return json.dumps(
+                {"question": f"Could you tell me about {slot}: any {finding.group(1)}?", "slot": slot}
+            )
         return json.dumps({"question": f"Could you tell me about {slot}?", "slot": slot})
 
     def _assessment(self, body: dict[str, Any]) -> str:

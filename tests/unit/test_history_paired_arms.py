@@ -36,7 +36,12 @@ def test_t_interval_matches_the_formula() -> None:
 
 
 def test_holm_steps_down_and_keeps_order() -> None:
-    assert holm([0.01, 0.04, None, 0.03]) == [pytest.approx(0.03), pytest.approx(0.06), None, pytest.approx(0.06)]
+    assert holm([0.01, 0.04, None, 0.03]) == [
+        pytest.approx(0.03),
+        pytest.approx(0.06),
+        None,
+        pytest.approx(0.06),
+    ]
     assert holm([0.5, 0.9]) == [1.0, 1.0]  # 2 x 0.5, capped at 1; never below an earlier step
 
 

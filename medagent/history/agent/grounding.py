@@ -35,7 +35,7 @@ from functools import lru_cache
 import numpy as np
 
 from medagent.history.agent.redundancy import TextEmbedder, cosine_matrix
-from medagent.history.agent.state import SLOTS, Refusal
+from medagent.history.agent.state import SLOTS
 from medagent.interview.annotate.matcher import Lexicon, Mention, polarity, tokenize, trigger_scopes
 
 # The slot whose concept is "any current symptom": anchored on the whole symptom lexicon.

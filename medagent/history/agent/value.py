@@ -46,12 +46,11 @@ from numpy.typing import NDArray
 
 from medagent.history.agent.information import CATEGORY_PREFIX, InformationTable
 from medagent.history.agent.state import SLOT_BY_NAME, InterviewState, slots_of
-
-SYMPTOM_SLOT = "symptom"  # the symptom category's finding slot; its other slots are attributes
 from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.information import kl_information, mutual_information
 
 LAPLACE = 1.0
+SYMPTOM_SLOT = "symptom"  # the symptom category's finding slot; its other slots are attributes
 
 
 @dataclass(frozen=True)
@@ -145,17 +144,17 @@ class InformationModel:
                 raw[name] = (gain, 0.0, reported)
                 continue
             rows = [i for i in self.category_rows.get(cat, []) if i not in known]
-            best = max(rows, key=lambda i: scores[i]) if rows else None
-            info = float(scores[best]) if best is not None else 0.0
-            raw[name] = (gain, info, self.findings[best] if best is not None else "")
+            row = max(rows, key=lambda i: scores[i]) if rows else None
+            info = float(scores[row]) if row is not None else 0.0
+            raw[name] = (gain, info, self.findings[row] if row is not None else "")
         top_gain = max((g for g, _, _ in raw.values()), default=0.0)
         top_info = max((i for _, i, _ in raw.values()), default=0.0)
         out: dict[str, SlotValue] = {}
-        for name, (gain, info, best) in raw.items():
+        for name, (gain, info, finding) in raw.items():
             value = w_gain * (gain / top_gain if top_gain > 0 else 0.0) + (
                 info / top_info if top_info > 0 else 0.0
             )
-            out[name] = SlotValue(name, value, gain, info, best)
+            out[name] = SlotValue(name, value, gain, info, finding)
         return out
 
     def reported(self, state: InterviewState) -> str:

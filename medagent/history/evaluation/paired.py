@@ -208,9 +208,7 @@ def arms_comparison(
     if missing:
         raise ValueError(f"endpoints {missing} are not fields of the interview records")
     rows = [
-        paired_difference(
-            records[reference], recs, e, arm_a=reference, arm_b=arm, n_boot=n_boot, seed=seed
-        )
+        paired_difference(records[reference], recs, e, arm_a=reference, arm_b=arm, n_boot=n_boot, seed=seed)
         for arm, recs in records.items()
         if arm != reference
         for e in endpoints
