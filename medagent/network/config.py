@@ -33,6 +33,8 @@ class NetworkAnalysisConfig:
     kl_prior: str = "joint"
     # Label permutations of the KL null (permutation.kl_permutation_null); 0 skips it.
     kl_null_samples: int = 999
+    # Shuffled-position nulls of the two-phase split (flow.phase_null); 0 skips it.
+    phase_null_samples: int = 99
     # Headline flow convention; Markov fits and CV accuracy are computed under both (issue 16: collapse,
     # whose order-0 accuracy is the share of the commonest category, matches the paper's 23.8%).
     self_loops: str = "collapse"
@@ -52,6 +54,7 @@ class NetworkAnalysisConfig:
             "null_samples": self.null_samples,
             "modularity_null_samples": self.modularity_null_samples,
             "kl_null_samples": self.kl_null_samples,
+            "phase_null_samples": self.phase_null_samples,
             "sensitivity.null_samples": self.sensitivity.null_samples,
         }
         few = {k: n for k, n in counts.items() if 0 < n < self.min_null_samples}

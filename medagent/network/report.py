@@ -314,7 +314,10 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
             f"| {f.order} | {f.loglik:.1f} | {f.npar_full} | {f.npar_observed} | {f.aic_full:.1f} | {f.bic_full:.1f} | {f.aic_observed:.1f} | {f.bic_observed:.1f} |"
             for f in a.markov.fits
         ]
-        lines += ["", f"Selected orders: {a.markov.selected} (n = {a.markov.n} targets)."]
+        lines += [
+            "",
+            f"Order by criterion: {order_choices(a.markov.selected, cv)} (n = {a.markov.n} targets).",
+        ]
     lines += ["", markov_table(a), "", f"*{s['markov_both']}.*", ""]
     if cv:
         acc = ", ".join(f"order {k}: {100 * v:.1f}%" for k, v in cv.accuracy.items())
@@ -326,8 +329,13 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
     late = [str(c) for c, p in ph.phase.items() if p == 2]
     lines += [
         f"- Two phases: cut at relative position {_fmt(ph.tau, 2)}; early: {', '.join(early)}; late: {', '.join(late)}. *{s['phases']}.*",
-        "",
     ]
+    if (pn := a.phase_null) is not None:
+        lines.append(
+            f"- The split against {pn.n} shuffled-position nulls (each interview's categories permuted within it): "
+            f"MI {_fmt(pn.obs, 4)} vs null {_fmt(pn.mean, 4)} +- {_fmt(pn.sd, 4)}, p = {_fmt(pn.p_greater, 4)}."
+        )
+    lines.append("")
     lines += ["## Design validation", f"*{s['validation']}.*", ""]
     for k, r in a.validation.items():
         lines.append(
@@ -357,17 +365,31 @@ def sensitivity_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def order_choices(selected: dict[str, int], cv: Any) -> str:
+    """The Markov order each criterion picks, side by side: AIC and BIC (full / observed parameters) and
+    cross-validation (the most accurate order); where they disagree, no single order is "enough"."""
+    best_cv = max(cv.accuracy, key=lambda k: (cv.accuracy[k], -k)) if cv and cv.accuracy else None
+    picks = {
+        "AIC": f"{selected.get('aic_full')} / {selected.get('aic_observed')}",
+        "BIC": f"{selected.get('bic_full')} / {selected.get('bic_observed')}",
+        "CV": "n/a" if best_cv is None else str(best_cv),
+    }
+    orders = {*selected.values(), *([best_cv] if best_cv is not None else [])}
+    agree = "all agree" if len(orders) == 1 else "they disagree"
+    return "; ".join(f"{k} {v}" for k, v in picks.items()) + f" ({agree})"
+
+
 def markov_table(a: NetworkAnalysis) -> str:
     """Markov order fits and CV accuracy under both self-loop conventions side by side."""
     lines = [
-        "| self-loops | order | targets | logL | BIC full | BIC obs | AIC full | AIC obs | CV accuracy | selected (BIC full / obs) |",
+        "| self-loops | order | targets | logL | BIC full | BIC obs | AIC full | AIC obs | CV accuracy | order by criterion |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for policy, sel in a.markov_by_loops.items():
         if sel is None:
             continue
         cv = a.cv_by_loops.get(policy)
-        picked = f"{sel.selected.get('bic_full')} / {sel.selected.get('bic_observed')}"
+        picked = order_choices(sel.selected, cv)
         for f in sel.fits:
             acc = f"{100 * cv.accuracy[f.order]:.1f}%" if cv and f.order in cv.accuracy else "n/a"
             lines.append(
