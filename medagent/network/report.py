@@ -18,6 +18,7 @@ import numpy as np
 
 from medagent.network.analysis import NetworkAnalysis
 from medagent.network.figures import FIGURES
+from medagent.network.markov import order_choices
 
 TABLES = "tables"
 FIGS = "figures"
@@ -363,20 +364,6 @@ def sensitivity_markdown(rows: list[dict[str, Any]]) -> str:
             f"{_fmt(r['Q_z'], 2)} | {_fmt(r['Q_p'], 3)} |"
         )
     return "\n".join(lines)
-
-
-def order_choices(selected: dict[str, int], cv: Any) -> str:
-    """The Markov order each criterion picks, side by side: AIC and BIC (full / observed parameters) and
-    cross-validation (the most accurate order); where they disagree, no single order is "enough"."""
-    best_cv = max(cv.accuracy, key=lambda k: (cv.accuracy[k], -k)) if cv and cv.accuracy else None
-    picks = {
-        "AIC": f"{selected.get('aic_full')} / {selected.get('aic_observed')}",
-        "BIC": f"{selected.get('bic_full')} / {selected.get('bic_observed')}",
-        "CV": "n/a" if best_cv is None else str(best_cv),
-    }
-    orders = {*selected.values(), *([best_cv] if best_cv is not None else [])}
-    agree = "all agree" if len(orders) == 1 else "they disagree"
-    return "; ".join(f"{k} {v}" for k, v in picks.items()) + f" ({agree})"
 
 
 def markov_table(a: NetworkAnalysis) -> str:

@@ -196,7 +196,7 @@ def test_a_printed_p_needs_at_least_99_nulls_and_degenerate_nulls_are_flagged() 
 
 def test_the_phase_split_has_a_shuffled_position_null_and_orders_are_chosen_side_by_side() -> None:
     from medagent.network.flow import phase_null
-    from medagent.network.report import order_choices
+    from medagent.network.markov import order_choices
 
     # Category a always first, b always last: the split is far above its shuffled-position null.
     seqs = [["a", "a", "b", "b"]] * 20
