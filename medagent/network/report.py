@@ -256,7 +256,8 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
         lines.append(
             f"- Significance of Q_B: null Q = {_fmt(qn.mean)} +- {_fmt(qn.sd)} over {qn.n} optimised "
             f"{qn.model} null networks (seed {a.config.seed}); z = {_fmt(qn.z, 2)}, empirical p = "
-            f"{_fmt(qn.p_greater, 4)}; paper: not tested against nulls. *{s['modularity_null']}.*"
+            f"{_fmt(qn.p_greater, 4)}{' (**degenerate**: the nulls do not vary, the p says nothing)' if qn.degenerate else ''}; "
+            f"paper: not tested against nulls. *{s['modularity_null']}.*"
         )
     if a.nodf_obs:
         lines.append(
