@@ -66,7 +66,7 @@ def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
             return [0.5 + 0.001 * len(p) for p in predictions]
 
     monkeypatch.setattr(BertScorer, "from_config", classmethod(lambda cls, cfg: Scorer()))
-    arms = ["single_shot", "amq", "single_shot_amq_transcript"]
+    arms = ["single_shot", "single_shot_oracle", "amq", "single_shot_amq_transcript"]
     cfg = _compose("run_interviews", f"arms=[{','.join(arms)}]", f"data_root={data_root}",
                    f"run_dir={tmp_path / 'run'}", "paired_endpoints=[bertscore_f1,n_turns]")  # fmt: skip
     worker = _worker(cfg)
@@ -100,6 +100,9 @@ def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
     assert all(r["arm"] == "single_shot:transcript_run" and not r.get("error") for r in control)
     text = (tmp_path / "run/report.md").read_text()
     assert "Holm p" in text and "Primary endpoint: bertscore_f1" in text and "different code" not in text
+    assert text.splitlines()[2].startswith(
+        "**Instrument check** (bertscore_f1, single_shot_oracle - single_shot, n = 2)"
+    )
     # A rerun skips every (interview, arm) pair already written; mixed code is named at the top.
     amq_rows = tmp_path / "run/arms/amq/interviews.jsonl"
     amq_rows.write_text(amq_rows.read_text().replace(rows[0]["git_sha"], "0123abc", 1))
