@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from medagent.config import HistoryAgentConfig, InterviewRunConfig
+from medagent.config.choices import SummaryContext
 from medagent.history import history_mode, needs_history_retrieval
 from medagent.history.agent.information import split_record
 from medagent.history.evaluation.metrics import BertScorer, add_bertscore
@@ -236,7 +237,11 @@ def instrument_check(
     """The report's first lines: does the primary endpoint separate the oracle (the whole physician
     interview) from the opening-only arm on the same interviews (paired t CI excluding 0)? Empty when the
     run has not both arms."""
-    context = {a.single_shot.context: n for n, a in arms.items() if history_mode(a.mode).reads_context}
+    context = {
+        SummaryContext(a.single_shot.context).value: n
+        for n, a in arms.items()
+        if history_mode(a.mode).reads_context
+    }
     if "full" not in context or "opening" not in context:
         return []
     d = paired_difference(
