@@ -356,7 +356,7 @@ class InterviewRunConfig:
     resume_check: bool = True
     # Every arm in one run (pipelines.run_interviews.run_arms): conf/history_agent option names, run on the
     # same interviews, interleaved per interview, on one deployment; empty = the one arm ``agent``. Each
-    # arm is its file with ``arm_overrides`` (dotted HistoryAgentConfig keys, e.g. {max_turns: 16}) applied.
+    # arm is its file with ``arm_overrides`` (HistoryAgentConfig keys, e.g. +arm_overrides.max_turns=16) applied.
     arms: list[str] = field(default_factory=list)
     arm_overrides: dict[str, Any] = field(default_factory=dict)
     # The paired report's endpoints (InterviewRecord fields; the first is the primary) and the arm every
