@@ -37,7 +37,8 @@ from medagent.llm.endpoints import LLMEndpoint, ServicesEndpoint
 log = logging.getLogger(__name__)
 
 REQUIRED_INPUT_KEYS = ("id", "interview")
-# Optional column: ``transcript``, the amq agent's own transcript (single_shot with context=transcript_run).
+# Optional columns: ``transcript``, the amq agent's own transcript (single_shot with context=transcript_run);
+# ``arms``, the JSON list of arms still to run on the interview (a worker built with ``arms``).
 
 
 def validate_inputs(batch: dict[str, Any], stage: str = "InterviewWorker") -> None:
@@ -70,6 +71,9 @@ class InterviewWorker:
             go to the scorer only, never to the agent or the simulated patient.
         data_root: Where the MediTOD ontology is (its disease lexicon canonicalises diagnoses); used only
             with ``gold_diagnoses``.
+        arms: Arm name -> ``HistoryAgentConfig`` dict: every arm runs on each interview in turn, in this
+            order (an arm reading ``transcript_run`` gets the transcript of the asking arm before it), and
+            each row comes back with its arm's name (``pipelines.run_interviews.run_arms``).
     """
 
     def __init__(
@@ -82,6 +86,7 @@ class InterviewWorker:
         embedder: dict[str, Any] | None = None,
         gold_diagnoses: dict[str, list[str]] | None = None,
         data_root: str | None = None,
+        arms: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         worker_logging(log)
         self.agent_cfg: HistoryAgentConfig = to_dataclass(HistoryAgentConfig, agent)
@@ -97,8 +102,12 @@ class InterviewWorker:
             raise ValueError(
                 "embedder=null needs eval.simulator_exchanges=null (the simulator then reads it all)"
             )
-        retriever = retriever_for(services_endpoint) if needs_history_retrieval(self.agent_cfg) else None
-        self.agent = build_history_agent(self.agent_cfg, self.llm, retriever, self.embedder)
+        self.agent = self._build(self.agent_cfg, services_endpoint)
+        self.arms: dict[str, tuple[HistoryAgentConfig, Any]] = {}
+        for name, arm in (arms or {}).items():
+            cfg = to_dataclass(HistoryAgentConfig, arm)
+            cfg.generation.json_schema = cfg.generation.json_schema and self.llm_cfg.supports_json_schema
+            self.arms[name] = (cfg, self._build(cfg, services_endpoint))
         self._sem = asyncio.Semaphore(self.agent_cfg.max_concurrency)
         self.gold = gold_diagnoses or {}
         self.canonical = None
@@ -108,16 +117,26 @@ class InterviewWorker:
 
             self.canonical = build_disease_lexicon(load_ontology(data_root)).names_in
 
-    async def _one(self, interview: Interview, own_transcript: str | None = None) -> dict[str, Any]:
+    def _build(self, cfg: HistoryAgentConfig, services_endpoint: ServicesEndpoint | None) -> Any:
+        retriever = retriever_for(services_endpoint) if needs_history_retrieval(cfg) else None
+        return build_history_agent(cfg, self.llm, retriever, self.embedder)
+
+    async def _one(
+        self,
+        interview: Interview,
+        own_transcript: str | None = None,
+        arm: tuple[HistoryAgentConfig, Any] | None = None,
+    ) -> dict[str, Any]:
+        agent_cfg, agent = arm or (self.agent_cfg, self.agent)
         async with self._sem:
             # One line per interview in the worker's log (the dashboard's Logs tab): a CPU interview takes
             # minutes and the run's progress bar only moves when a batch ends.
-            log.info("interview %s: started (%s)", interview.id, arm_name(self.agent_cfg))
+            log.info("interview %s: started (%s)", interview.id, arm_name(agent_cfg))
             start = time.perf_counter()
             try:
                 row = await evaluate_interview(
                     interview,
-                    self.agent,
+                    agent,
                     self.llm,
                     self.eval_cfg,
                     embedder=self.embedder,
@@ -126,11 +145,11 @@ class InterviewWorker:
                     own_transcript=own_transcript,
                 )
             except LLMError as exc:
-                row = error_row(interview, self.agent_cfg.mode, self.eval_cfg, exc)
+                row = error_row(interview, agent_cfg.mode, self.eval_cfg, exc)
             row = replace(
                 row,
-                mode=self.agent_cfg.mode,
-                arm=arm_name(self.agent_cfg),
+                mode=agent_cfg.mode,
+                arm=arm_name(agent_cfg),
                 elapsed_s=round(time.perf_counter() - start, 3),
             )
             out = row.to_dict()
@@ -138,10 +157,45 @@ class InterviewWorker:
             log.info("interview %s: %s in %.0f s", interview.id, row.outcome(), row.elapsed_s)
             return out
 
+    async def _arms(
+        self, interview: Interview, names: list[str], transcript: str | None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Every arm of ``names`` on one interview, in order; an asking arm's transcript feeds the arms
+        after it that summarise a transcript (``single_shot.context=transcript_run``)."""
+        from medagent.history import history_mode
+        from medagent.history.agent.state import InterviewState
+
+        out = []
+        transcript = transcript or None
+        for name in names:
+            cfg, agent = self.arms[name]
+            reads = cfg.single_shot.context == "transcript_run" and history_mode(cfg.mode).reads_context
+            row = await self._one(interview, transcript if reads else None, (cfg, agent))
+            result = row.get("result")
+            if history_mode(cfg.mode).asks_questions and result and not row.get("error"):
+                transcript = InterviewState.from_dict(result["final_state"]).transcript()
+            out.append((name, row))
+        return out
+
     async def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         validate_inputs(batch)
         interviews = [Interview.from_json(s) for s in batch["interview"]]
         transcripts = list(batch["transcript"]) if "transcript" in batch else [None] * len(interviews)
+        if "arms" in batch:
+            runs = await asyncio.gather(
+                *(
+                    self._arms(iv, json.loads(a), t)
+                    for iv, a, t in zip(interviews, batch["arms"], transcripts, strict=True)
+                )
+            )
+            pairs = [
+                (iv.id, name, row) for iv, run in zip(interviews, runs, strict=True) for name, row in run
+            ]
+            return {
+                "id": [i for i, _, _ in pairs],
+                "arm_key": [n for _, n, _ in pairs],
+                "row": [json.dumps(r, ensure_ascii=False) for _, _, r in pairs],
+            }
         rows = await asyncio.gather(
             *(self._one(iv, t) for iv, t in zip(interviews, transcripts, strict=True))
         )

@@ -10,6 +10,14 @@ closing statement, which the simulator and the baseline never see.
 Run dir: ``interviews.jsonl`` (one row per interview; a rerun with the same ``run_dir`` skips interview ids
 already written), then, computed from all rows at the end: ``interviews.csv``, ``metrics.json`` (BERTScore
 once for the whole run), ``report.md``, ``figures/*.png`` and ``manifest.json``.
+
+**Every arm in one run** (``arms=[single_shot,single_shot_oracle,amq,...]``, ``run_arms``): one deployment,
+one worker pool holding every arm's agent; each interview runs all its arms in turn (interleaved per
+interview, the transcript control after the asking arm whose transcript it reads). Each arm keeps its own
+run dir under ``<run_dir>/arms/<arm>`` (manifest, rows, per-arm report), so a rerun skips every (interview,
+arm) pair already written and runs only the rest. Every row records the git SHA of the code that made it.
+At the end ``<run_dir>/report.md`` and ``paired.csv`` compare every arm with ``reference_arm`` on
+``paired_endpoints`` over the interviews both scored (``medagent.history.evaluation.paired.arms_comparison``).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from medagent.interview.sources import load_interviews
 from medagent.interview.transcripts import Interview
 from medagent.llm.endpoints import Endpoints
 from medagent.run import RunDir, build_manifest, check_resume
+from medagent.run.manifest import git_sha
 from pipelines.common import (
     deploy,
     drain,
@@ -42,15 +51,7 @@ from pipelines.common import (
     ray_session,
     setup_logging,
 )
-
-
-def gold_kwargs(cfg: InterviewRunConfig) -> dict[str, Any]:
-    """MediTOD's annotated diagnoses for the scorer (differential hit rate); other sources have none."""
-    if cfg.interviews.source != "meditod":
-        return {}
-    from medagent.interview.meditod import gold_diagnoses
-
-    return {"gold_diagnoses": gold_diagnoses(cfg.data_root), "data_root": cfg.data_root}
+from pipelines.interview_arms import RESUMABLE_KEYS, gold_kwargs, run_arms
 
 
 def stream_rows(
@@ -110,26 +111,17 @@ def own_transcripts(cfg: InterviewRunConfig) -> dict[str, str]:
     return out
 
 
-# Settings that may change between attempts on one run dir: where and how fast it runs, what the report
-# draws; everything that shapes an interview (agent, simulator, model, retrieval, seed) must match.
-RESUMABLE_KEYS = frozenset(
-    {
-        "limit", "progress", "cluster", "run_dir", "outputs_root", "data_root", "index_dir", "compare",
-        "timeline_interview", "max_error_rate", "error_budget_min_n", "resume_check", "*.local_path",
-        "llm.request_timeout_s", "llm.max_retries", "llm.api_key_env", "llm.n_threads",
-        "agent.max_concurrency", "eval.bertscore_*",
-    }
-)  # fmt: skip
-
-
 def _interview_with_ray(cfg: InterviewRunConfig, todo: list[Interview], rd: RunDir) -> None:
     with ray_session(cfg.cluster):
         from actors.deploy import needs_for_interviews
 
         endpoints = deploy(needs_for_interviews(cfg))
+        sha = git_sha()
         drain(
             stream_rows(cfg, todo, endpoints),
-            lambda rows: rd.append_records(rd.interviews, list(rows), key=KEY, failed=endpoint_failed),
+            lambda rows: rd.append_records(
+                rd.interviews, [r | {"git_sha": sha} for r in rows], key=KEY, failed=endpoint_failed
+            ),
             failed=endpoint_failed,
             total=len(todo),
             desc=f"{cfg.interviews.name}/{cfg.agent.mode}",
@@ -211,7 +203,10 @@ def main(cfg: DictConfig) -> None:
         if value and not Path(value).is_absolute():
             setattr(run_cfg, name, str(Path(value).resolve()))
     run_cfg.compare = [str(Path(p).resolve()) for p in run_cfg.compare]
-    run(run_cfg)
+    if run_cfg.arms:
+        run_arms(run_cfg)
+    else:
+        run(run_cfg)
 
 
 if __name__ == "__main__":

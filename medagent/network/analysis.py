@@ -26,6 +26,7 @@ from medagent.network.flow import (
     Phases,
     category_shares,
     flow_network,
+    phase_null,
     transition_counts,
     two_phases,
 )
@@ -39,7 +40,7 @@ from medagent.network.markov import (
 )
 from medagent.network.modularity import Partition, maximise_barber_q
 from medagent.network.nestedness import NODFResult, nodf
-from medagent.network.nulls import MapFn, NullSummary, modularity_null, nodf_null
+from medagent.network.nulls import MapFn, NullSummary, modularity_null, nodf_null, summarise_null
 from medagent.network.permutation import KLNull, kl_permutation_null
 from medagent.network.roles import czvalues, role
 from medagent.network.sensitivity import sensitivity_table
@@ -97,6 +98,8 @@ class NetworkAnalysis:
     cv_by_loops: dict[str, CVResult | None] = field(default_factory=dict)
     kl_null: KLNull | None = None
     sensitivity: list[dict[str, Any]] = field(default_factory=list)
+    # The two-phase split's MI against its shuffled-position null (flow.phase_null); None when skipped.
+    phase_null: NullSummary | None = None
 
 
 def knowledge_network(inc: Incidence, svn: SVNResult, links: str) -> KnowledgeNetwork:
@@ -284,6 +287,11 @@ def analyze(
         cv_by_loops=cv_by,
         kl_null=kl_null,
         sensitivity=sens,
+        phase_null=(
+            summarise_null(*phase_null(seqs, states, cfg.phase_null_samples, cfg.seed), "shuffled positions")
+            if cfg.phase_null_samples and seqs
+            else None
+        ),
     )
 
 

@@ -33,6 +33,8 @@ class NetworkAnalysisConfig:
     kl_prior: str = "joint"
     # Label permutations of the KL null (permutation.kl_permutation_null); 0 skips it.
     kl_null_samples: int = 999
+    # Shuffled-position nulls of the two-phase split (flow.phase_null); 0 skips it.
+    phase_null_samples: int = 99
     # Headline flow convention; Markov fits and CV accuracy are computed under both (issue 16: collapse,
     # whose order-0 accuracy is the share of the commonest category, matches the paper's 23.8%).
     self_loops: str = "collapse"
@@ -43,3 +45,21 @@ class NetworkAnalysisConfig:
     # None: the packaged conf/interview/priorities.yaml.
     priorities: str | None = None
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
+    # Every printed empirical p is (1 + #null >= obs) / (n + 1): with n < 99 none can fall below 0.01, with 19
+    # none below 0.05. Each null count must be 0 (skipped, no p) or at least this; lower it only for tests.
+    min_null_samples: int = 99
+
+    def __post_init__(self) -> None:
+        counts = {
+            "null_samples": self.null_samples,
+            "modularity_null_samples": self.modularity_null_samples,
+            "kl_null_samples": self.kl_null_samples,
+            "phase_null_samples": self.phase_null_samples,
+            "sensitivity.null_samples": self.sensitivity.null_samples,
+        }
+        few = {k: n for k, n in counts.items() if 0 < n < self.min_null_samples}
+        if few:
+            raise ValueError(
+                f"{few}: a printed p-value needs >= {self.min_null_samples} null samples "
+                "(or 0 to skip the null and its p)"
+            )

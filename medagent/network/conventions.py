@@ -83,13 +83,18 @@ def conventions(cfg: NetworkAnalysisConfig, n_states: int) -> dict[str, str]:
         ),
         "markov": (
             f"orders 0..{cfg.max_order} on the same targets t >= {cfg.max_order} (0-based); S = {n_states} states; "
-            "npar full S^k(S-1) and observed (distinct successors - 1 per context); AIC, BIC with n = #targets"
+            "npar full S^k(S-1) and observed (distinct successors - 1 per context); AIC, BIC with n = #targets; "
+            "the order each of AIC, BIC and CV picks is shown side by side"
         ),
         "cv": (
             f"{cfg.cv_folds or 'leave-one-interview-out'} folds by interview (seed {cfg.seed}); argmax successor, back-off "
             "to shorter contexts, ties to the category listed first; first max_order questions not scored; micro accuracy"
         ),
-        "phases": "relative position (t+0.5)/T; cut maximising I(phase; category) on a 0.10..0.90 grid",
+        "phases": (
+            "relative position (t+0.5)/T; cut maximising I(phase; category) on a 0.10..0.90 grid; against "
+            f"{cfg.phase_null_samples} shuffled-position nulls (categories permuted within each interview, best "
+            "cut searched again)"
+        ),
         "validation": (
             f"Spearman rho (average ranks, aligned by label, rank 1 = first); physicians' order by mean relative "
             f"position ({cfg.position}); exact permutation p by enumeration"

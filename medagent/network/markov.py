@@ -245,3 +245,17 @@ def cv_accuracy(
                     correct[k] += predict_next(seq[:t], models, k, rank) == seq[t]
     acc = {k: (correct[k] / total if total else float("nan")) for k in correct}
     return CVResult(accuracy=acc, n_targets=total, n_folds=len(np.unique(folds)), start=s0, backoffs=backoffs)
+
+
+def order_choices(selected: dict[str, int], cv: CVResult | None) -> str:
+    """The Markov order each criterion picks, side by side: AIC and BIC (full / observed parameters) and
+    cross-validation (the most accurate order); where they disagree, no single order is "enough"."""
+    best_cv = max(cv.accuracy, key=lambda k: (cv.accuracy[k], -k)) if cv and cv.accuracy else None
+    picks = {
+        "AIC": f"{selected.get('aic_full')} / {selected.get('aic_observed')}",
+        "BIC": f"{selected.get('bic_full')} / {selected.get('bic_observed')}",
+        "CV": "n/a" if best_cv is None else str(best_cv),
+    }
+    orders = {*selected.values(), *([best_cv] if best_cv is not None else [])}
+    agree = "all agree" if len(orders) == 1 else "they disagree"
+    return "; ".join(f"{k} {v}" for k, v in picks.items()) + f" ({agree})"

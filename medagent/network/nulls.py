@@ -166,8 +166,15 @@ class NullSummary:
     p_greater: float
     samples: NDArray[np.float64] = field(repr=False, compare=False)
 
+    @property
+    def degenerate(self) -> bool:
+        """True when the comparison says nothing: the nulls do not vary (sd 0, e.g. every null NODF 0) or
+        the observed statistic is 0 with nulls all 0; z is then undefined and the p-values are ties."""
+        return bool(self.n == 0 or not self.sd > 0 or (self.obs == 0 and not np.any(self.samples)))
+
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("model", "obs", "n", "mean", "sd", "z", "p_less", "p_greater")}
+        keys = ("model", "obs", "n", "mean", "sd", "z", "p_less", "p_greater", "degenerate")
+        return {k: getattr(self, k) for k in keys}
 
 
 def summarise_null(obs: float, samples: ArrayLike, model: str = "", tol: float = 0.0) -> NullSummary:

@@ -18,6 +18,7 @@ import numpy as np
 
 from medagent.network.analysis import NetworkAnalysis
 from medagent.network.figures import FIGURES
+from medagent.network.markov import order_choices
 
 TABLES = "tables"
 FIGS = "figures"
@@ -255,15 +256,27 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
         lines.append(
             f"- Significance of Q_B: null Q = {_fmt(qn.mean)} +- {_fmt(qn.sd)} over {qn.n} optimised "
             f"{qn.model} null networks (seed {a.config.seed}); z = {_fmt(qn.z, 2)}, empirical p = "
-            f"{_fmt(qn.p_greater, 4)}; paper: not tested against nulls. *{s['modularity_null']}.*"
+            f"{_fmt(qn.p_greater, 4)}{' (**degenerate**: the nulls do not vary, the p says nothing)' if qn.degenerate else ''}; "
+            f"paper: not tested against nulls. *{s['modularity_null']}.*"
         )
     if a.nodf_obs:
         lines.append(
             f"- NODF = {a.nodf_obs.nodf:.2f} (N_row {a.nodf_obs.n_row:.2f}, N_col {a.nodf_obs.n_col:.2f}). *{s['nodf']}.*"
         )
-    lines += ["", "| null model | mean | sd | z | p_less | p_greater | n |", "|---|---|---|---|---|---|---|"]
+    degenerate = [m for m, x in a.nulls.items() if x.degenerate]
+    if (a.nodf_obs and a.nodf_obs.nodf == 0) or degenerate:
+        lines.append(
+            f"- **Degenerate**: NODF = {a.nodf_obs.nodf if a.nodf_obs else float('nan'):.2f}; nulls with no "
+            f"variance: {', '.join(degenerate) or 'none'}. A z or p against such nulls says nothing about "
+            "nestedness."
+        )
     lines += [
-        f"| {m} | {_fmt(x.mean, 2)} | {_fmt(x.sd, 2)} | {_fmt(x.z, 2)} | {_fmt(x.p_less, 4)} | {_fmt(x.p_greater, 4)} | {x.n} |"
+        "",
+        "| null model | mean | sd | z | p_less | p_greater | n | degenerate |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {m} | {_fmt(x.mean, 2)} | {_fmt(x.sd, 2)} | {_fmt(x.z, 2)} | {_fmt(x.p_less, 4)} | {_fmt(x.p_greater, 4)} | {x.n} | {'yes' if x.degenerate else 'no'} |"
         for m, x in a.nulls.items()
     ]
     lines += [
@@ -303,7 +316,10 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
             f"| {f.order} | {f.loglik:.1f} | {f.npar_full} | {f.npar_observed} | {f.aic_full:.1f} | {f.bic_full:.1f} | {f.aic_observed:.1f} | {f.bic_observed:.1f} |"
             for f in a.markov.fits
         ]
-        lines += ["", f"Selected orders: {a.markov.selected} (n = {a.markov.n} targets)."]
+        lines += [
+            "",
+            f"Order by criterion: {order_choices(a.markov.selected, cv)} (n = {a.markov.n} targets).",
+        ]
     lines += ["", markov_table(a), "", f"*{s['markov_both']}.*", ""]
     if cv:
         acc = ", ".join(f"order {k}: {100 * v:.1f}%" for k, v in cv.accuracy.items())
@@ -315,8 +331,13 @@ def markdown(a: NetworkAnalysis, figures: dict[str, Path | None]) -> str:
     late = [str(c) for c, p in ph.phase.items() if p == 2]
     lines += [
         f"- Two phases: cut at relative position {_fmt(ph.tau, 2)}; early: {', '.join(early)}; late: {', '.join(late)}. *{s['phases']}.*",
-        "",
     ]
+    if (pn := a.phase_null) is not None:
+        lines.append(
+            f"- The split against {pn.n} shuffled-position nulls (each interview's categories permuted within it): "
+            f"MI {_fmt(pn.obs, 4)} vs null {_fmt(pn.mean, 4)} +- {_fmt(pn.sd, 4)}, p = {_fmt(pn.p_greater, 4)}."
+        )
+    lines.append("")
     lines += ["## Design validation", f"*{s['validation']}.*", ""]
     for k, r in a.validation.items():
         lines.append(
@@ -349,14 +370,14 @@ def sensitivity_markdown(rows: list[dict[str, Any]]) -> str:
 def markov_table(a: NetworkAnalysis) -> str:
     """Markov order fits and CV accuracy under both self-loop conventions side by side."""
     lines = [
-        "| self-loops | order | targets | logL | BIC full | BIC obs | AIC full | AIC obs | CV accuracy | selected (BIC full / obs) |",
+        "| self-loops | order | targets | logL | BIC full | BIC obs | AIC full | AIC obs | CV accuracy | order by criterion |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for policy, sel in a.markov_by_loops.items():
         if sel is None:
             continue
         cv = a.cv_by_loops.get(policy)
-        picked = f"{sel.selected.get('bic_full')} / {sel.selected.get('bic_observed')}"
+        picked = order_choices(sel.selected, cv)
         for f in sel.fits:
             acc = f"{100 * cv.accuracy[f.order]:.1f}%" if cv and f.order in cv.accuracy else "n/a"
             lines.append(

@@ -29,7 +29,7 @@ class SensitivityConfig:
     alphas: list[float] = field(default_factory=lambda: [0.05, 0.01, 0.001])
     links: list[str] = field(default_factory=lambda: list(METHODS))
     # Optimised null networks per cell (0 = Q only) and Leiden restarts for the cell's G_B and each null.
-    null_samples: int = 19
+    null_samples: int = 99
     restarts: int = 20
 
 

@@ -22,7 +22,7 @@ from medagent.config import ClusterConfig, InterviewSessionsConfig, LLMConfig
 from medagent.history import HistoryTakingAgent
 from tests.configs import history_agent_config
 from tests.integration.conftest import clear_serve_apps
-from tests.unit._history_fakes import FakeClinician, FakeRetriever
+from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ def page_url(ray_cluster: Any, cluster_cfg: ClusterConfig) -> Iterator[str]:
     cfg = InterviewSessionsConfig(enabled=True, agent=history_agent_config(max_turns=16), embedder=None)
     # The agent is built here on scripted fakes and handed to the deployment (pickled by reference to the
     # test modules, which the local workers import from the driver's sys.path).
-    agent = HistoryTakingAgent(FakeClinician().model, cfg.agent, FakeRetriever(), None)
+    agent = HistoryTakingAgent(FakeClinician().model, cfg.agent, FakeRetriever(), BagOfWordsEmbedder())
     sessions = serve.deployment(InterviewSessions, name="InterviewSessions").bind(
         asdict(cfg), asdict(LLMConfig()), agent=agent
     )

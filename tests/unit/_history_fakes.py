@@ -47,7 +47,7 @@ class FakeClinician:
     """A scripted model that plays every history-taking role, keyed on the request's prompt tag.
 
     * update: fills the slot named in the doctor's question (``about <slot>``; the opening question fills
-      ``symptom``) with the patient's answer unless it says "don't know"; a red flag when the answer
+      ``symptom``) with the patient's answer, quoted, unless it says "don't know"; a red flag when the answer
       mentions blood; the differential from ``differential(turn)``.
     * question: ``Could you tell me about <slot>?`` for the target slot (``question_override`` can replace it).
     * summary / assessment: fixed replies citing the first passage given (and a bogus id).
@@ -90,13 +90,17 @@ class FakeClinician:
         answer = re.search(r"^Patient: (.*)$", user, re.M)
         q = question.group(1) if question else ""
         a = answer.group(1) if answer else ""
-        m = re.search(r"about (\w+)\?", q)
+        m = re.search(r"about (\w+)[?:]", q)
         slot = m.group(1) if m else ("symptom" if "brings you in" in q else None)
-        facts = [{"slot": slot, "value": a}] if slot in SLOT_BY_NAME and "don't know" not in a.lower() else []
+        facts = (
+            [{"slot": slot, "value": a, "quote": a}]
+            if slot in SLOT_BY_NAME and "don't know" not in a.lower()
+            else []
+        )
         return json.dumps(
             {
-                "summary": f"Summary after turn {turn}.",
-                "facts": facts,
+                "summary_add": f"Turn {turn}.",
+                "slot_updates": facts,
                 "differential": self.differential(turn),
                 "red_flags": [{"id": "haemoptysis", "quote": a}] if "blood" in a.lower() else [],
                 "route": "question",
@@ -118,6 +122,11 @@ class FakeClinician:
             topic = topics[self.confirmations % len(topics)]
             self.confirmations += 1
             return json.dumps({"question": f"Have you noticed {topic}?", "slot": "other"})
+        finding = re.search(r"specifically: ([^.]+)\.$", user, re.M)
+        if finding:  # the information policy's scored finding
+            return json.dumps(
+                {"question": f"Could you tell me about {slot}: any {finding.group(1)}?", "slot": slot}
+            )
         return json.dumps({"question": f"Could you tell me about {slot}?", "slot": slot})
 
     def _assessment(self, body: dict[str, Any]) -> str:
@@ -153,7 +162,7 @@ class ScriptedPatient:
         self.questions.append(question)
         if "brings you in" in question:
             return self.opening
-        m = re.search(r"about (\w+)\?", question)
+        m = re.search(r"about (\w+)[?:]", question)
         if m:
             return self.answers.get(m.group(1), f"My {m.group(1)} is fine.")
         return "I'm not sure."

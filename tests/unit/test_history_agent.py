@@ -105,8 +105,12 @@ def test_malformed_update_is_retried_recorded_and_survived() -> None:
 def test_partially_malformed_update_keeps_the_good_fields() -> None:
     bad = json.dumps(
         {
-            "summary": 5,
-            "facts": [{"slot": "symptom", "value": "cough"}, {"slot": "mood", "value": "x"}, "junk"],
+            "summary_add": 5,
+            "slot_updates": [
+                {"slot": "symptom", "value": "cough", "quote": "a cough"},
+                {"slot": "mood", "value": "x"},
+                "junk",
+            ],
             "differential": "flu",
             "red_flags": ["made_up"],
             "route": "later",
@@ -117,7 +121,7 @@ def test_partially_malformed_update_keeps_the_good_fields() -> None:
     s = result.final_state
     assert s.slots["symptom"].value == "cough" and s.differential == () and s.red_flags == ()
     joined = " ".join(s.errors)
-    for what in ("summary", "mood", "junk", "differential", "made_up", "route"):
+    for what in ("summary_add", "mood", "junk", "differential", "made_up", "route"):
         assert what in joined
 
 
@@ -166,7 +170,10 @@ def test_step_api_lets_a_person_play_the_patient() -> None:
 
 def test_build_history_agent_and_single_shot_baseline() -> None:
     fake = FakeClinician()
-    assert isinstance(build_history_agent(history_agent_config(), fake.model), HistoryTakingAgent)
+    amq = build_history_agent(history_agent_config(), fake.model, embedder=BagOfWordsEmbedder())
+    assert isinstance(amq, HistoryTakingAgent)
+    with pytest.raises(ValueError, match="embedder"):  # slot values are grounded with it
+        build_history_agent(history_agent_config(), fake.model)
     base = build_history_agent(history_agent_config(mode="single_shot"), fake.model)
     assert isinstance(base, SingleShotBaseline)
     with pytest.raises(ValueError, match="mode"):

@@ -9,7 +9,7 @@ from omegaconf.errors import ConfigKeyError, ValidationError
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, to_dataclass
 from medagent.history import HISTORY_MODES, build_history_agent
 from medagent.history.agent.phases import Rules
-from tests.unit._history_fakes import FakeClinician
+from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "history_agent"
 
@@ -19,7 +19,8 @@ def test_history_agent_yaml_validates(name: str) -> None:
     data = yaml.safe_load((CONF / f"{name}.yaml").read_text())
     cfg = to_dataclass(HistoryAgentConfig, data)
     assert isinstance(cfg, HistoryAgentConfig) and cfg.kind == "history" and cfg.mode == name
-    assert type(build_history_agent(cfg, FakeClinician().model)).mode == name
+    agent = build_history_agent(cfg, FakeClinician().model, embedder=BagOfWordsEmbedder())
+    assert type(agent).mode == name
     Rules.from_config(cfg)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from medagent.history import HistoryTakingAgent
+from medagent.history.agent.grounding import Grounding
 from medagent.history.agent.preprocess import parse_update
 from medagent.history.evaluation.metrics import add_lexical_repeats
 from medagent.history.evaluation.repeats import TopicRepeats
@@ -17,6 +18,7 @@ from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRet
 from tests.unit.test_history_comparison import _rec
 
 CFG = history_agent_config()
+GROUNDING = Grounding(BagOfWordsEmbedder(), CFG.red_flags, 0.2, 3)
 SAID = ["I've had a cough for a week.", "I coughed up some blood this morning.", "No chest pain at all."]
 
 
@@ -24,22 +26,19 @@ SAID = ["I've had a cough for a week.", "I coughed up some blood this morning.",
     ("flag", "kept", "why"),
     [
         ({"id": "haemoptysis", "quote": "coughed up some blood"}, True, ""),
-        ({"id": "haemoptysis", "quote": "blood in my phlegm"}, False, "not the patient's affirmed words"),
-        (
-            {"id": "chest_pain_dyspnoea", "quote": "chest pain"},
-            False,
-            "not the patient's affirmed words",
-        ),  # denied
-        ("haemoptysis", False, "not the patient's affirmed words"),  # v1 reply: a bare id, no evidence
+        ({"id": "haemoptysis", "quote": "blood in my phlegm"}, False, "not in the patient's words"),
+        ({"id": "chest_pain_dyspnoea", "quote": "chest pain"}, False, "denied"),
+        ("haemoptysis", False, "no quote"),  # v1 reply: a bare id, no evidence
+        ({"id": "haemoptysis", "quote": "a cough for a week"}, False, "does not express haemoptysis"),
         ({"id": "made_up", "quote": "coughed up some blood"}, False, "unknown red flag"),
     ],
 )
 def test_update_keeps_a_red_flag_only_with_the_patients_affirmed_words(
     flag: object, kept: bool, why: str
 ) -> None:
-    u = parse_update({"red_flags": [flag]}, CFG, SAID)
+    u = parse_update({"red_flags": [flag]}, CFG, SAID, GROUNDING)
     assert (len(u.red_flags) == 1) is kept
-    assert kept or any(why in e for e in u.errors)
+    assert kept or any(why in e for e in u.errors) or any(why in r.reason for r in u.refused)
 
 
 def test_a_denied_red_flag_never_reaches_the_agents_state() -> None:

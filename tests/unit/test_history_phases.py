@@ -23,7 +23,7 @@ SHARP = (Hypothesis("a", 0.97), Hypothesis("b", 0.02), Hypothesis("c", 0.01))
 
 
 def _state(*slots: str, phase: Phase = Phase.TRIAGE, dx: tuple[Hypothesis, ...] = FLAT) -> InterviewState:
-    s = transition(InterviewState(), Updated(facts=tuple((n, "x") for n in slots), differential=dx))
+    s = transition(InterviewState(), Updated(facts=tuple((n, "x", "x") for n in slots), differential=dx))
     return replace(s, phase=phase)
 
 

@@ -50,7 +50,7 @@ def _state(dx: tuple[Hypothesis, ...], *filled: str, answer: str = "I have a cou
         InterviewState(), Asked(AskedQuestion(0, "Hello, what brings you in today?", "symptom", "triage"))
     )
     s = transition(s, Answered(answer))
-    return transition(s, Updated(facts=tuple((n, "x") for n in filled), differential=dx))
+    return transition(s, Updated(facts=tuple((n, "x", "x") for n in filled), differential=dx))
 
 
 def _toy_table() -> InformationTable:
@@ -93,7 +93,7 @@ def test_information_policy_next_slot_depends_on_the_differential() -> None:
     # habit separate them; wheezing too, but the symptom details are in the second pass.
     assert {first[0], first[1]} == {"exposure", "habits"}
     # Once the exposure question is answered, its indicator is known: habits is the best left.
-    after = transition(covid, Updated(facts=(("exposure", "my son had covid"),)))
+    after = transition(covid, Updated(facts=(("exposure", "my son had covid", "my son had covid"),)))
     assert ranked_slots(after, rules)[0] == "habits"
     # A differential that is already certain has no entropy to reduce: completeness gain decides (the order).
     sure = _state((Hypothesis("asthma", 1.0),), *TRIAGE)
@@ -271,3 +271,25 @@ def test_the_three_policy_arms_compose(agent: str, arm: str) -> None:
         and cfg.interviews.ids == load_table().eval_ids
     )
     Rules.from_config(cfg.agent)  # the table and the orders load
+
+
+def test_information_policy_asks_for_the_finding_it_scored() -> None:
+    # An opening that names no symptom grounds no symptom slot, so the policy asks for its best finding.
+    agent = HistoryTakingAgent(
+        FakeClinician().model,
+        history_agent_config(max_turns=16, policy="information", max_asks_per_slot=2),
+        FakeRetriever(),
+        BagOfWordsEmbedder(),
+    )
+    info = asyncio.run(agent.run(ScriptedPatient(opening="I just don't feel right.")))
+    assert info.final_state.refused[0].reason == "the quote names no symptom"
+    symptom = [t for t in info.turns[1:] if t.slot == "symptom"]
+    assert symptom, [t.slot for t in info.turns]
+    for t in symptom:  # the reason names the scored finding and the question asks about it
+        finding = t.reason.split(" via ")[1]
+        assert finding and finding in t.question, (t.reason, t.question)
+    # The attributes have no finding of their own: their own value is the completeness gain alone.
+    rules = _info_rules()
+    attrs = slot_values(_state((), *TRIAGE), rules, ["onset", "duration", "symptom"])
+    assert attrs["onset"].information == attrs["duration"].information == 0.0
+    assert attrs["symptom"].information > 0

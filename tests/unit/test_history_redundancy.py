@@ -21,7 +21,7 @@ def _state() -> InterviewState:
         Asked(AskedQuestion(0, "Have you travelled anywhere recently?", "travel", "deep_dive")),
     )
     s = transition(s, Answered("No."))
-    return transition(s, Updated(facts=(("medication", "none"),)))
+    return transition(s, Updated(facts=(("medication", "none", "none"),)))
 
 
 def test_checker_three_kinds() -> None:

@@ -42,14 +42,21 @@ def array(items: dict[str, Any], max_items: int) -> dict[str, Any]:
 
 
 def old_update_schema(cfg: HistoryAgentConfig) -> dict[str, Any]:
-    fact = obj_schema({"slot": {"type": "string", "enum": [s.name for s in SLOTS]}, "value": string(160)})
+    """The per-turn update as a change: a summary sentence and slot updates with quotes (no whole state)."""
+    fact = obj_schema(
+        {
+            "slot": {"type": "string", "enum": [s.name for s in SLOTS]},
+            "value": string(80),
+            "quote": string(160),
+        }
+    )
     hypothesis = obj_schema(
-        {"diagnosis": string(80), "probability": {"type": "number"}, "reason": string(160)}
+        {"diagnosis": string(80), "probability": {"type": "number"}, "reason": string(80)}
     )
     schema = obj_schema(
         {
-            "summary": string(800),
-            "facts": array(fact, cfg.generation.max_facts_per_turn),
+            "summary_add": string(300),
+            "slot_updates": array(fact, cfg.generation.max_facts_per_turn),
             "differential": array(hypothesis, cfg.generation.max_hypotheses),
             "red_flags": array(
                 obj_schema({"id": {"type": "string", "enum": list(cfg.red_flags)}, "quote": string(200)}),

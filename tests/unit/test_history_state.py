@@ -28,7 +28,7 @@ from tests.configs import history_agent_config
 
 
 def _filled(*names: str) -> InterviewState:
-    return transition(InterviewState(), Updated(facts=tuple((n, "x") for n in names)))
+    return transition(InterviewState(), Updated(facts=tuple((n, "x", "x") for n in names)))
 
 
 def test_every_category_has_slots_and_every_slot_a_category() -> None:
@@ -43,7 +43,7 @@ def test_transitions_are_pure_and_replayable() -> None:
         Answered("A cough."),
         Updated(
             summary="Cough.",
-            facts=(("symptom", "cough"),),
+            facts=(("symptom", "cough", "cough"),),
             differential=(Hypothesis("URTI", 1.0),),
             red_flags=("haemoptysis",),
         ),

@@ -100,6 +100,8 @@ def test_pipeline_config_composes_and_runs_serially(tmp_path: Path) -> None:
                 "network.null_batch_size=10",
                 "network.modularity_restarts=2",
                 "network.modularity_null_samples=10",
+                "network.min_null_samples=0",
+                "network.phase_null_samples=5",
                 "network.curveball_burnin=100",
             ],
         )

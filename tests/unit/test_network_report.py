@@ -26,6 +26,8 @@ FAST = NetworkAnalysisConfig(
     curveball_thin=5,
     cv_folds=5,
     kl_null_samples=30,
+    min_null_samples=10,
+    phase_null_samples=12,
     # Q only per cell here (no map_fn calls); test_sensitivity_* cover the cell nulls.
     sensitivity=SensitivityConfig(alphas=[0.05, 0.01], null_samples=0, restarts=2),
 )
@@ -179,3 +181,30 @@ def test_load_annotations_sets_bad_rows_aside(tmp_path: Path) -> None:
     assert loaded.rejected[2].reason == "duplicate id"
     with pytest.raises(FileNotFoundError):
         load_annotations(tmp_path / "missing")
+
+
+def test_a_printed_p_needs_at_least_99_nulls_and_degenerate_nulls_are_flagged() -> None:
+    from medagent.network.config import NetworkAnalysisConfig
+    from medagent.network.nulls import summarise_null
+
+    with pytest.raises(ValueError, match="99 null samples"):
+        NetworkAnalysisConfig(modularity_null_samples=19)
+    assert NetworkAnalysisConfig(kl_null_samples=0).sensitivity.null_samples == 99  # 0 = no p printed
+    assert summarise_null(0.0, [0.0] * 99, "r00").degenerate
+    assert not summarise_null(3.0, [1.0, 2.0, 4.0], "r1").degenerate
+
+
+def test_the_phase_split_has_a_shuffled_position_null_and_orders_are_chosen_side_by_side() -> None:
+    from medagent.network.flow import phase_null
+    from medagent.network.markov import order_choices
+
+    # Category a always first, b always last: the split is far above its shuffled-position null.
+    seqs = [["a", "a", "b", "b"]] * 20
+    obs, null = phase_null(seqs, ["a", "b"], 99, seed=0)
+    assert null.size == 99 and obs > np.quantile(null, 0.99)
+
+    class CV:
+        accuracy = {0: 0.24, 1: 0.39, 2: 0.44, 3: 0.46}
+
+    sel = {"aic_full": 3, "aic_observed": 3, "bic_full": 1, "bic_observed": 1}
+    assert order_choices(sel, CV()) == "AIC 3 / 3; BIC 1 / 1; CV 3 (they disagree)"

@@ -36,6 +36,7 @@ VARIABLES = {
     "asked": ["What brings you in?"],
     "target": "onset",
     "target_description": "when it started",
+    "finding": "cough",
     "blocked": "When did it start?",
     "blocked_reason": "verbatim",
     "findings": "- onset: 3 days ago",

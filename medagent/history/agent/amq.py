@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from medagent.config import HistoryAgentConfig
 from medagent.history.agent.assessment import Assessment, assess, retrieve_passages, summarise
+from medagent.history.agent.grounding import Grounding
 from medagent.history.agent.modes import history_mode, register_history_mode
 from medagent.history.agent.phases import Rules, completeness, entropy, finish_reason, next_phase
 from medagent.history.agent.policy import QuestionPolicy
@@ -150,7 +151,8 @@ class HistoryTakingAgent:
         cfg: Thresholds, budget, priorities, red flags, sampling.
         retriever: Guideline retrieval (``medagent.services.Retriever``); None skips retrieval and the
             assessment is marked ``grounded=False``.
-        embedder: For the semantic redundancy check; None disables that check (verbatim and slot checks stay).
+        embedder: For the semantic redundancy check and the grounding check of slot values (required: without
+            it no slot could be grounded).
     """
 
     mode = "amq"
@@ -170,6 +172,11 @@ class HistoryTakingAgent:
         self.cfg = cfg
         self.retriever = retriever
         self.rules = Rules.from_config(cfg)
+        if embedder is None:
+            raise ValueError("the amq agent needs a sentence embedder: slot values are grounded with it")
+        self.grounding = Grounding(
+            embedder, cfg.red_flags, cfg.grounding.similarity_threshold, cfg.grounding.top_k
+        )
         self.checker = RedundancyChecker(embedder, cfg.redundancy.similarity_threshold)
         self.policy = QuestionPolicy(llm, self.rules, self.checker)
 
@@ -215,7 +222,9 @@ class HistoryTakingAgent:
     ) -> InterviewState:
         """Records the answer to the pending question, runs pre-processing and moves the phase."""
         state = self._apply(state, Answered(" ".join(answer.split())), events)
-        update = await preprocess(self.llm, state, self.cfg, log or UsageRecord.calls(by_tag=True))
+        update = await preprocess(
+            self.llm, state, self.cfg, log or UsageRecord.calls(by_tag=True), self.grounding
+        )
         state = self._apply(state, update, events)
         move = next_phase(state, self.rules)
         if move is not None:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from pydantic import field_validator
 
-from medagent.history.agent.phases import Rules, ranked_slots, slot_pass, slot_values
+from medagent.history.agent.information import CATEGORY_PREFIX
+from medagent.history.agent.phases import Rules, eligible_slots, ranked_slots, slot_pass, slot_values
 from medagent.history.agent.preprocess import render_differential, slot_table
 from medagent.history.agent.redundancy import RedundancyChecker, normalise_text
 from medagent.history.agent.state import (
@@ -89,9 +90,11 @@ def choice_reason(state: InterviewState, rules: Rules, slot: str) -> str:
     if slot not in SLOT_BY_NAME:
         return "confirmation: the leading hypotheses and red flags"
     if rules.cfg.questioning.policy == "information":
-        v = slot_values(state, rules, [slot])[slot]
+        # V is normalised over the turn's candidates, so it is computed over all of them, as ranked_slots does.
+        names = eligible_slots(state, rules)
+        v = slot_values(state, rules, names if slot in names else [*names, slot])[slot]
         via = f" via {v.best}" if v.best else ""
-        return f"V={v.value:.3f} = completeness {v.gain:.3f} + information {v.information:.3f}{via}"
+        return f"V={v.value:.3f} (normalised) from completeness {v.gain:.3f} + information {v.information:.3f}{via}"
     return f"{rules.cfg.questioning.priorities} order, pass {slot_pass(slot, rules.cfg.questioning.slots_per_pass) + 1}"
 
 
@@ -112,6 +115,14 @@ class QuestionPolicy:
         self.cfg = rules.cfg
         self.checker = checker
 
+    def finding(self, state: InterviewState, slot: str) -> str:
+        """The finding the information policy scored for ``slot`` ('' for the order policies, confirmation
+        and category indicators): the question must ask about it, not about the slot in general."""
+        if self.cfg.questioning.policy != "information" or slot not in SLOT_BY_NAME:
+            return ""
+        best = slot_values(state, self.rules, [slot])[slot].best
+        return "" if best.startswith(CATEGORY_PREFIX) else best
+
     async def _phrase(
         self, state: InterviewState, slot: str, blocked: BlockedQuestion | None, log: UsageRecord
     ) -> tuple[str, str]:
@@ -125,6 +136,7 @@ class QuestionPolicy:
             asked=[q.text for q in state.asked],
             target=slot,
             target_description=spec.description if spec else "confirm or rule out the leading hypotheses",
+            finding=self.finding(state, slot),
             blocked=blocked.text if blocked else "",
             blocked_reason=blocked.reason if blocked else "",
         )

@@ -71,11 +71,25 @@ def slots_of(category: str) -> list[str]:
 
 @dataclass(frozen=True)
 class SlotValue:
-    """A gathered fact: ``value`` as the patient gave it (a denial such as "none" fills the slot too)."""
+    """A gathered fact: ``value`` as the patient gave it (a denial such as "none" fills the slot too) and
+    ``quote``, the patient's words it rests on (``medagent.history.agent.grounding``)."""
 
     slot: str
     value: str
     turn: int
+    quote: str = ""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A slot value (``kind="slot"``) or red flag (``kind="red_flag"``) kept out of the state, and why."""
+
+    kind: str
+    name: str
+    value: str
+    quote: str
+    reason: str
+    turn: int = 0
 
 
 @dataclass(frozen=True)
@@ -126,6 +140,7 @@ class InterviewState:
         summary: The latest summary of the history (from pre-processing).
         route: The pre-processing router's latest decision: ``question`` or ``retrieve``.
         blocked: Proposed questions refused by redundancy control.
+        refused: Slot values and red flags the grounding check kept out (for want of a patient quote).
         confirmation_asked: Questions asked since entering Confirmation.
         errors: Malformed model output and other handled problems, for audit.
     """
@@ -140,6 +155,7 @@ class InterviewState:
     blocked: tuple[BlockedQuestion, ...] = ()
     confirmation_asked: int = 0
     errors: tuple[str, ...] = ()
+    refused: tuple[Refusal, ...] = ()
 
     @property
     def turn(self) -> int:
@@ -182,6 +198,7 @@ class InterviewState:
             blocked=tuple(BlockedQuestion(**b) for b in d.get("blocked") or ()),
             confirmation_asked=int(d.get("confirmation_asked", 0)),
             errors=tuple(d.get("errors") or ()),
+            refused=tuple(Refusal(**r) for r in d.get("refused") or ()),
         )
 
 
@@ -206,14 +223,18 @@ class Answered:
 
 @dataclass(frozen=True)
 class Updated:
-    """The validated pre-processing output of one turn (fields that failed validation are None)."""
+    """The validated pre-processing output of one turn (fields that failed validation are None).
+
+    ``facts`` are grounded ``(slot, value, quote)`` changes; ``refused`` what the grounding check kept out.
+    """
 
     summary: str | None = None
-    facts: tuple[tuple[str, str], ...] = ()
+    facts: tuple[tuple[str, str, str], ...] = ()
     differential: tuple[Hypothesis, ...] | None = None
     red_flags: tuple[str, ...] = ()
     route: str | None = None
     errors: tuple[str, ...] = ()
+    refused: tuple[Refusal, ...] = ()
     kind: str = "updated"
 
 
@@ -246,15 +267,22 @@ def event_from_dict(d: dict[str, Any]) -> Event:
         diff = d.get("differential")
         return Updated(
             summary=d.get("summary"),
-            facts=tuple((str(a), str(b)) for a, b in d.get("facts") or ()),
+            facts=tuple(_fact(f) for f in d.get("facts") or ()),
             differential=None if diff is None else tuple(Hypothesis(**h) for h in diff),
             red_flags=tuple(d.get("red_flags") or ()),
             route=d.get("route"),
             errors=tuple(d.get("errors") or ()),
+            refused=tuple(Refusal(**r) for r in d.get("refused") or ()),
         )
     if kind == "phase":
         return PhaseChanged(Phase(d["phase"]), str(d.get("reason", "")))
     raise ValueError(f"unknown event kind {kind!r}")
+
+
+def _fact(f: Sequence[Any]) -> tuple[str, str, str]:
+    """A recorded fact; events written before facts carried quotes have ``(slot, value)``."""
+    slot, value, *quote = f
+    return str(slot), str(value), str(quote[0]) if quote else ""
 
 
 def transition(state: InterviewState, event: Event) -> InterviewState:
@@ -276,8 +304,8 @@ def transition(state: InterviewState, event: Event) -> InterviewState:
     if isinstance(event, Updated):
         slots = dict(state.slots)
         turn = max(state.turn - 1, 0)
-        for slot, value in event.facts:
-            slots[slot] = SlotValue(slot, value, turn)
+        for slot, value, quote in event.facts:
+            slots[slot] = SlotValue(slot, value, turn, quote)
         flags = tuple(dict.fromkeys((*state.red_flags, *event.red_flags)))
         return replace(
             state,
@@ -287,6 +315,7 @@ def transition(state: InterviewState, event: Event) -> InterviewState:
             red_flags=flags,
             route=event.route or state.route,
             errors=(*state.errors, *event.errors),
+            refused=(*state.refused, *(replace(r, turn=turn) for r in event.refused)),
         )
     if isinstance(event, PhaseChanged):
         entering = event.phase is Phase.CONFIRMATION and state.phase is not Phase.CONFIRMATION

@@ -1,15 +1,24 @@
 """The expected value of asking each missing slot, from the state and the training table (``policy=information``).
 
 For a state with differential ``pi`` (over the table's diagnoses, see ``differential``), every missing slot
-``s`` of category ``c`` gets
+``s`` of category ``c`` among the candidates ``S`` gets
 
-    V(s) = w_gain * g(s) + max over unknown findings f of s of [ w_iv * p(f) * KL(pi_f || pi) + w_h * dH(f) ]
+    V(s) = w_gain * g(s) / max_S g + I(s) / max_S I,    I(s) = max over unknown findings f of s of
+                                                              [ w_iv * p(f) * KL(pi_f || pi) + w_h * dH(f) ]
+
+so both terms are on one scale: each is **normalised per turn** by its largest value over the candidates
+(a term that is 0 for every candidate stays 0). The information term is in nats and the completeness gain a
+share of weights, so neither can decide the order by its units alone (unnormalised, the information term,
+0.003-0.035 nats, was an order of magnitude below the gains, 0.02-0.10, which alone set the order).
 
 * ``g(s) = w_c / n_c``: the completeness the slot adds (``phases.completeness``), so a category without any
   informative finding left still has a value and stays reachable;
-* findings of a slot: every symptom finding for symptom-category slots (the training findings were counted
-  from answers to symptom questions, whichever attribute they asked about), the indicator
-  ``category:<c>`` for the others (``medagent.history.agent.information``); a finding is unknown while no
+* findings of a slot: the symptom findings for the ``symptom`` slot (asking about a symptom finding is how
+  one is brought out), the indicator ``category:<c>`` for the other categories
+  (``medagent.history.agent.information``); the symptom *attributes* (onset, duration, severity, ...) have
+  no finding of their own in the table (it counts findings by diagnosis, not attributes), so their
+  information term is 0 and each is valued by its completeness gain alone, and their question names the
+  finding it characterises (the first finding the patient reported); a finding is unknown while no
   patient answer mentions it (symptoms: the table's lexicon; indicators: no slot of ``c`` asked or filled);
 * ``L(f|d) = (N_fd + a) / (N_d + 2a)`` with Laplace ``a = 1`` (a binary finding per interview), so a finding
   seen once does not claim certainty; ``p(f) = sum_d pi(d) L(f|d)``; ``pi_f`` the posterior if ``f`` is
@@ -41,11 +50,13 @@ from medagent.interview.annotate.matcher import Lexicon
 from medagent.interview.information import kl_information, mutual_information
 
 LAPLACE = 1.0
+SYMPTOM_SLOT = "symptom"  # the symptom category's finding slot; its other slots are attributes
 
 
 @dataclass(frozen=True)
 class SlotValue:
-    """``V(s)`` and its parts, for the trace (``best`` = the finding that gave the information term)."""
+    """``V(s)`` and its parts, for the trace and the question prompt (``best`` = the finding that gave the
+    information term, or for a symptom attribute the reported finding it characterises)."""
 
     slot: str
     value: float
@@ -124,14 +135,30 @@ class InformationModel:
         """``V(s)`` for each of ``slots`` (module docstring)."""
         scores = self.finding_scores(self.differential(state, prior_mix), w_iv, w_h)
         known = self.known(state)
-        out: dict[str, SlotValue] = {}
+        reported = self.reported(state)
+        raw: dict[str, tuple[float, float, str]] = {}
         for name in slots:
             cat = SLOT_BY_NAME[name].category
             gain = weights.get(cat, 0.0) / len(slots_of(cat))
+            if cat == "symptom" and name != SYMPTOM_SLOT:  # an attribute: no finding of its own
+                raw[name] = (gain, 0.0, reported)
+                continue
             rows = [i for i in self.category_rows.get(cat, []) if i not in known]
-            best = max(rows, key=lambda i: scores[i]) if rows else None
-            info = float(scores[best]) if best is not None else 0.0
-            out[name] = SlotValue(
-                name, w_gain * gain + info, gain, info, self.findings[best] if best is not None else ""
+            row = max(rows, key=lambda i: scores[i]) if rows else None
+            info = float(scores[row]) if row is not None else 0.0
+            raw[name] = (gain, info, self.findings[row] if row is not None else "")
+        top_gain = max((g for g, _, _ in raw.values()), default=0.0)
+        top_info = max((i for _, i, _ in raw.values()), default=0.0)
+        out: dict[str, SlotValue] = {}
+        for name, (gain, info, finding) in raw.items():
+            value = w_gain * (gain / top_gain if top_gain > 0 else 0.0) + (
+                info / top_info if top_info > 0 else 0.0
             )
+            out[name] = SlotValue(name, value, gain, info, finding)
         return out
+
+    def reported(self, state: InterviewState) -> str:
+        """The first symptom finding the patient reported (what an attribute question characterises)."""
+        text = " ".join(q.answer or "" for q in state.asked)
+        names = [n for n in self.symptoms.names_in(text) if n in set(self.findings)]
+        return names[0] if names else ""
