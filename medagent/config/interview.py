@@ -9,6 +9,7 @@ from medagent.config.base import ClusterConfig, LLMConfig, ModelConfig, Retrieve
 from medagent.config.choices import (
     AnnotatorKind,
     HistoryMode,
+    PatientKind,
     Policy,
     Priorities,
     RetrievalMode,
@@ -277,6 +278,20 @@ class InterviewEvalConfig:
     bertscore_batch_size: int = 8
     bertscore_device: str = "cpu"  # conf/interview_scoring/gpu.yaml: cuda
     redundancy_threshold: float = 0.75
+    # Who answers the agent (medagent.history.simulation; benchmarks/validate_patients.py measured them).
+    patient: PatientKind = PatientKind.simulator
+    replay_threshold: float = 0.6  # lowest question cosine the replay patient answers at (training split)
+    fact_patient_k: int = 6  # facts shown to the fact patient per question
+    # The case's facts (medagent.history.facts) and the endpoints read from them; facts_dir caches one fact
+    # set per interview, shared by every arm (None: extracted afresh by each arm).
+    fact_endpoints: bool = True
+    facts_dir: str | None = None
+    facts_chunk_chars: int = 2500
+    facts_max_tokens: int = 768
+    fact_match_threshold: float = 0.6  # facts_metrics.FactMatcher's cosine
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "eval")
 
 
 def _minilm() -> ModelConfig:

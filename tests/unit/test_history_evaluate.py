@@ -264,12 +264,21 @@ def test_interview_record_and_aggregate() -> None:
     json.dumps(rec.to_dict())
 
 
+FACT_ITEMS = [
+    {"category": "symptom", "statement": "dry cough for a week", "polarity": "present", "quote": "dry cough for a week"},
+    {"category": "symptom", "statement": "coughed up blood", "polarity": "present", "quote": "A little blood this morning"},
+    {"category": "symptom", "statement": "night sweats", "polarity": "present", "quote": "soaked with sweat"},
+]  # fmt: skip
+
+
 def _evaluator_llm(body: dict[str, Any]) -> dict[str, Any]:
     name = body.get("prompt")
     if name == "history_fidelity":
         return completion('{"label": "supported", "rationale": "in the source"}')
     if name == "history_red_flags":
         return completion('{"red_flags": [{"id": "haemoptysis", "quote": "a little blood this morning"}]}')
+    if name == "history_facts":
+        return completion(json.dumps({"facts": FACT_ITEMS}))
     assert name == "history_patient", name
     return completion(
         "A little blood this morning." if "blood" in json.dumps(body) else "I have a dry cough."
@@ -295,6 +304,9 @@ def test_evaluate_interview_row(mode: str) -> None:
     json.dumps(row)
     rec = row["record"]
     assert rec["reference_usable"] and rec["rouge_l"] is not None and rec["differential_hit"] is True
+    # Two facts rest on the patient's words; the third's quote is in no patient turn (set aside).
+    assert rec["n_facts"] == 2 and rec["patient"] == "simulator"
+    assert rec["summary_fact_recall"] is not None and 0 <= rec["elicited_fact_recall"] <= 1
     if mode == "amq":
         assert rec["red_flags_reference"] == ["haemoptysis"]
         assert rec["n_turns"] == 3 and rec["fidelity"]["supported"] == 1.0 and len(row["simulator"]) == 3

@@ -109,7 +109,7 @@ class RunRecords:
             elif r.get("skipped"):
                 out.skipped.append(r["interview_id"])
             else:
-                out.records.append(InterviewRecord(**r["record"]))
+                out.records.append(InterviewRecord.from_dict(r["record"]))
         return out
 
     def metrics(self) -> dict[str, Any]:

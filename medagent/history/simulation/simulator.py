@@ -42,9 +42,12 @@ DONT_KNOW = "I'm not sure."
 
 @dataclass(frozen=True)
 class SimulatedExchange:
+    """One answered question; ``source_turns`` are the transcript turns a replayed answer is made of."""
+
     question: str
     answer: str
     context: str
+    source_turns: tuple[int, ...] = ()
 
 
 @dataclass
