@@ -75,14 +75,15 @@ class FactMatcher:
     def supported_clauses(self, facts: Sequence[Fact], text: str) -> tuple[int, int]:
         """``(clauses that state some fact, clauses)`` of ``text``."""
         parts = clauses(text)
-        if not parts:
-            return 0, 0
-        if not facts:
-            return 0, len(parts)
+        return sum(self.clause_support(facts, parts)), len(parts)
+
+    def clause_support(self, facts: Sequence[Fact], parts: Sequence[str]) -> list[bool]:
+        """For each clause: does it state some fact (its quote inside, or the embedding match)?"""
+        if not parts or not facts:
+            return [False] * len(parts)
         sims = self._sims(parts, [f.statement for f in facts])
         quoted = [any(normalise(f.quote) in normalise(p) for f in facts) for p in parts]
-        ok = sum(q or row.max() >= self.threshold for q, row in zip(quoted, sims, strict=True))
-        return ok, len(parts)
+        return [q or bool(row.max() >= self.threshold) for q, row in zip(quoted, sims, strict=True)]
 
     def _sims(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         va = np.asarray(self.embedder.encode(list(a)), dtype=np.float32)
