@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO))
 from medagent.history.agent.information import DEFAULT_EVAL_FRACTION, DEFAULT_SALT, split_ids  # noqa: E402
 from medagent.history.evaluation import patient_validation as pv  # noqa: E402
 from medagent.history.evaluation.facts_metrics import FactMatcher, clauses  # noqa: E402
+from medagent.history.facts.annotations import crosscheck, load_meditod_units  # noqa: E402
 from medagent.history.facts.store import FactSet  # noqa: E402
 from medagent.history.simulation.reference import extract_reference, visible_turns  # noqa: E402
 from medagent.history.simulation.replay import ReplayPatient, best_matches, transcript_exchanges  # noqa: E402
@@ -110,6 +111,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         out["replay_threshold"] = {"value": thr, "given": True}
     evals, _ = load_transcripts("RES", args.data_root, ids=eval_ids[: args.limit] if args.limit else eval_ids)
     seen = {iv.id: _seen(iv) for iv in evals}
+    annotated = load_meditod_units(seen, args.data_root)
+    if args.units == "meditod":  # only the annotated eval interviews
+        seen = {i: t for i, t in seen.items() if i in annotated}
     pool = [(i, x.doctor) for i, turns in seen.items() for x in transcript_exchanges(turns)]
     warm(embedder, seen)
     patients = args.patients.split(",")
@@ -130,6 +134,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             )
         out["facts"] = {
             i: {"facts": len(f.facts), "set_aside": len(f.set_aside), "errors": len(f.errors)}
+            | ({"meditod_crosscheck": crosscheck(f, annotated[i], matcher)} if i in annotated else {})
             for i, f in facts.items()
         }
     rows: list[pv.PatientScores] = []
@@ -142,7 +147,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 if args.max_probes and len(ps) > args.max_probes:
                     step = len(ps) / args.max_probes
                     ps = [ps[int(k * step)] for k in range(args.max_probes)]
-                units = facts[i] if args.units == "facts" else pv.sentence_units(i, turns)
+                units = (
+                    facts[i] if args.units == "facts"
+                    else annotated[i] if args.units == "meditod"
+                    else pv.sentence_units(i, turns)
+                )  # fmt: skip
                 patient = _patient(kind, llm, cfg, turns, embedder, thr, facts.get(i))
                 res += await pv.run_probes(patient.answer, ps, units, turns, matcher)
             rows.append(pv.summarise(kind, wording, args.units, res))
@@ -186,7 +195,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--patients", default="replay", help="comma list of replay, simulator, facts")
     ap.add_argument("--wording", default="own,other", help="comma list of own, other")
-    ap.add_argument("--units", default="sentences", choices=("sentences", "facts"))
+    ap.add_argument(
+        "--units", default="sentences", choices=("sentences", "facts", "meditod"),
+        help="gold units: answer sentences, extracted facts (model), or MediTOD's annotations (RES0045, RES0054)",
+    )  # fmt: skip
     ap.add_argument("--limit", type=int, default=None, help="first N eval interviews (default all 54)")
     ap.add_argument("--max-probes", type=int, default=None, help="probes per interview, evenly spaced")
     ap.add_argument(

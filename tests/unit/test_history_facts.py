@@ -178,3 +178,25 @@ def test_old_records_load() -> None:
         if k not in ("summary_fact_recall", "n_facts", "patient")
     }
     assert InterviewRecord.from_dict(old | {"unknown_key": 1}).summary_fact_recall is None
+
+
+def test_meditod_units_rest_on_the_mapped_turn_and_crosscheck() -> None:
+    from medagent.history.facts.annotations import crosscheck, meditod_units
+
+    utterances = [
+        {"speaker": "doctor", "text": "Any fever?"},
+        {"speaker": "patient", "text": "Yes, 38.5 since Monday.",
+         "nlu": [{"intent": "inform", "slots": {"positive_symptom": [{"value": "fever", "onset": "Monday"}]}}]},
+        {"speaker": "patient", "text": "No blood, no.",
+         "nlu": [{"intent": "inform", "slots": {"negative_symptom": [{"value": "hemoptysis"}]}}]},
+        {"speaker": "patient", "text": "Something never said here.",
+         "nlu": [{"intent": "inform", "slots": {"positive_symptom": [{"value": "rash"}]}}]},
+    ]  # fmt: skip
+    units, unmapped = meditod_units(utterances, "T1", IV.turns)
+    assert unmapped == 1
+    assert [(u.statement, u.polarity, u.turn) for u in units.facts] == [
+        ("fever", "present", 3), ("fever onset: Monday", "present", 3), ("no hemoptysis", "absent", 7)
+    ]  # fmt: skip
+    fs = asyncio.run(extract_facts(ScriptedChatModel(_facts_llm), "T1", IV.turns, model="m", chunk_chars=10_000))
+    check = crosscheck(fs, units, FactMatcher(BagOfWordsEmbedder(), 0.3))
+    assert check["annotated_units"] == 3 and check["stated_by_extracted"] == 2
