@@ -47,12 +47,14 @@ def _embedder() -> Any:
 
 def _llm(name: str) -> Any:
     from hydra import compose, initialize_config_module
+    from hydra.core.config_store import ConfigStore
     from omegaconf import OmegaConf
 
     from medagent.config import InterviewRunConfig
     from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings
     from medagent.models import resolve_model
 
+    ConfigStore.instance().store(name="interview_run_schema", node=InterviewRunConfig)
     with initialize_config_module("conf", version_base=None):
         raw = compose("run_interviews", overrides=[f"llm={name}"])
     cfg: InterviewRunConfig = OmegaConf.to_object(raw)  # type: ignore[assignment]
@@ -116,6 +118,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         seen = {i: t for i, t in seen.items() if i in annotated}
     pool = [(i, x.doctor) for i, turns in seen.items() for x in transcript_exchanges(turns)]
     warm(embedder, seen)
+    # The embedding match against MediTOD's annotations, on the annotated eval interviews (module docstring
+    # of patient_validation.matcher_agreement); printed so a reader sees what FactMatcher's cosine does.
+    out["matcher_agreement"] = {
+        i: pv.matcher_agreement(u, seen[i], matcher) for i, u in annotated.items() if i in seen
+    }
     patients = args.patients.split(",")
     llm = cfg = None
     if any(p != "replay" for p in patients) or args.units == "facts":
@@ -169,6 +176,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         json.dumps(out | {"answers": results}, indent=1), encoding="utf-8"
     )
     print(json.dumps(out["replay_threshold"]))
+    print(json.dumps(out["matcher_agreement"]))
     print(text)
     print(f"{out['seconds']} s")
     return out

@@ -58,13 +58,13 @@ class FactMatcher:
     embedder: TextEmbedder
     threshold: float = 0.6
 
-    def stated(self, facts: Sequence[Fact], texts: Sequence[str]) -> set[str]:
-        """Ids of ``facts`` stated by any of ``texts``."""
+    def stated(self, facts: Sequence[Fact], texts: Sequence[str], *, quotes: bool = True) -> set[str]:
+        """Ids of ``facts`` stated by any of ``texts`` (``quotes=False``: by the embedding match alone)."""
         texts = [t for t in texts if t and not is_no_answer(t)]
         if not facts or not texts:
             return set()
         joined = [normalise(t) for t in texts]
-        out = {f.id for f in facts if any(normalise(f.quote) in t for t in joined)}
+        out = {f.id for f in facts if quotes and any(normalise(f.quote) in t for t in joined)}
         rest = [f for f in facts if f.id not in out]
         parts = [c for t in texts for c in clauses(t)]
         if rest and parts:

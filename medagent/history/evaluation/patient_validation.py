@@ -229,6 +229,27 @@ def replay_outcomes(
     return out
 
 
+def matcher_agreement(units: FactSet, turns: Sequence[Turn], matcher: FactMatcher) -> dict[str, float | int]:
+    """How the embedding match (quotes off) agrees with annotated units: for each patient turn that has
+    units, the share of its own units it finds (``recall``) and the share of the units it finds there that
+    were annotated on another turn (``other_turn``: a false match, or a finding said again elsewhere)."""
+    own = found = own_found = 0
+    for t in turns:
+        mine = {u.id for u in units.facts if u.turn == t.index}
+        if t.speaker != "patient" or not mine:
+            continue
+        hits = matcher.stated(units.facts, [t.text], quotes=False)
+        own += len(mine)
+        found += len(hits)
+        own_found += len(hits & mine)
+    return {
+        "units": own,
+        "recall": own_found / own if own else 0.0,
+        "other_turn": (found - own_found) / found if found else 0.0,
+        "threshold": matcher.threshold,
+    }
+
+
 def table(rows: Sequence[PatientScores]) -> str:
     """The validation table, one line per (patient, wording, units)."""
     head = (
