@@ -1,8 +1,10 @@
 """One evaluated interview, start to finish: what an ``InterviewWorker`` actor calls per row.
 
-reference (physician's closing statement) -> simulator grounded in the visible turns -> agent run ->
-fidelity judge over the simulator's answers -> reference red flags from the full transcript (agents that
-track red flags) -> record.
+reference (physician's closing statement) -> the case's facts from the patient's visible turns (cached,
+``eval.fact_endpoints``) -> the patient ``eval.patient`` names (the LLM simulator, the replay patient or
+the fact patient) -> agent run -> fidelity judge over the LLM simulator's answers -> reference red flags
+from the full transcript (agents that track red flags) -> record, with the fact endpoints
+(``facts_metrics``).
 BERTScore is not computed here: it runs once over all records (``metrics.add_bertscore``) so the scorer
 model loads once per run, not per actor.
 
