@@ -83,16 +83,25 @@ def _seen(iv: Interview) -> tuple[Any, ...]:
 def replay_threshold(
     train: list[Interview], embedder: pv.CachedEmbedder, matcher: FactMatcher
 ) -> tuple[float, int, int]:
-    """``choose_threshold`` on the training interviews (sentence units, other wording)."""
+    """``choose_threshold`` on the training interviews (sentence units): probes in other wording, and
+    in own wording with the asked exchange left out."""
     seen = {iv.id: _seen(iv) for iv in train}
     pool = [(i, x.doctor) for i, turns in seen.items() for x in transcript_exchanges(turns)]
     warm(embedder, seen)
     outcomes: list[tuple[float, bool]] = []
     for i, turns in seen.items():
         xs = transcript_exchanges(turns)
+        units = pv.sentence_units(i, turns)
         ps = pv.probes(i, turns, "other", pool=pool, embedder=embedder)
         sims = best_matches(embedder, [p.question for p in ps], [x.doctor for x in xs])
-        outcomes += pv.replay_outcomes(xs, ps, sims, pv.sentence_units(i, turns), matcher)
+        outcomes += pv.replay_outcomes(xs, ps, sims, units, matcher)
+        # Every probe above has its answer in the transcript; the physician's own question with its own
+        # exchange left out is the case where it may not, and "I don't know" can be right.
+        own = pv.probes(i, turns, "own")
+        sims = best_matches(embedder, [p.question for p in own], [x.doctor for x in xs])
+        for k, p in enumerate(own):
+            sims[k, p.exchange] = -1.0
+        outcomes += pv.replay_outcomes(xs, own, sims, units, matcher)
     t, utility = pv.choose_threshold([s for s, _ in outcomes], [c for _, c in outcomes])
     return t, utility, len(outcomes)
 

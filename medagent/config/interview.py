@@ -278,8 +278,9 @@ class InterviewEvalConfig:
     bertscore_batch_size: int = 8
     bertscore_device: str = "cpu"  # conf/interview_scoring/gpu.yaml: cuda
     redundancy_threshold: float = 0.75
-    # Who answers the agent (medagent.history.simulation; benchmarks/validate_patients.py measured them).
-    patient: PatientKind = PatientKind.simulator
+    # Who answers the agent (medagent.history.simulation). replay: the real patient's words, no model call,
+    # nothing invented by construction (benchmarks/validate_patients.py; docs/results/patient_validation.md).
+    patient: PatientKind = PatientKind.replay
     replay_threshold: float = 0.6  # lowest question cosine the replay patient answers at (training split)
     fact_patient_k: int = 6  # facts shown to the fact patient per question
     # The case's facts (medagent.history.facts) and the endpoints read from them; facts_dir caches one fact

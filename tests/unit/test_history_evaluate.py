@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from medagent.config import InterviewEvalConfig
+from medagent.config import InterviewEvalConfig, PatientKind
 from medagent.history import HistoryTakingAgent, PatientSimulator
 from medagent.history.evaluation.metrics import (
     RedFlagExtractor,
@@ -297,7 +297,7 @@ def test_evaluate_interview_row(mode: str) -> None:
         BagOfWordsEmbedder(),
     )
     llm = ScriptedChatModel(_evaluator_llm)
-    cfg = InterviewEvalConfig(simulator_exchanges=2)
+    cfg = InterviewEvalConfig(simulator_exchanges=2, patient=PatientKind.simulator)
     row = asyncio.run(
         evaluate_interview(IV, agent, llm, cfg, embedder=BagOfWordsEmbedder(), gold_diagnoses=["covid-19"])
     ).to_dict()
@@ -324,3 +324,26 @@ def test_evaluate_interview_row(mode: str) -> None:
         )
     ).to_dict()
     assert skipped["skipped"] and "record" not in skipped
+
+
+def test_evaluate_interview_with_the_replay_patient() -> None:
+    from medagent.history import build_history_agent
+    from medagent.history.evaluation.runner import evaluate_interview
+
+    agent = build_history_agent(
+        history_agent_config(mode="amq", max_turns=3),
+        FakeClinician().model,
+        FakeRetriever(),
+        BagOfWordsEmbedder(),
+    )
+    llm = ScriptedChatModel(_evaluator_llm)
+    row = asyncio.run(
+        evaluate_interview(
+            IV, agent, llm, InterviewEvalConfig(patient=PatientKind.replay), embedder=BagOfWordsEmbedder()
+        )
+    ).to_dict()
+    # The replay patient made no model call; its answers are the patient's turns or its "I don't know".
+    assert not any(r.get("prompt") == "history_patient" for r in llm.requests)
+    patient_lines = {t.text for t in IV.turns if t.speaker == "patient"}
+    assert all(x["answer"] in patient_lines or x["answer"] == "I don't know." for x in row["simulator"])
+    assert row["record"]["patient"] == "replay" and row["record"]["fidelity"] == {}

@@ -20,10 +20,11 @@ sentences (``units="sentences"``: no model needed, each sentence its own unit).
 * **false not sure**: the share of probes with gold units that got a "not in my case" reply;
 * **invented**: the share of answer clauses supported by nothing in the case (neither verbatim nor a unit).
 
-**Replay threshold** (``choose_threshold``): on training interviews, in other wording, each probe's best
-cosine and whether the replayed exchange states a gold unit; the threshold maximises (right answers −
-wrong answers) among the answered, a "not in my case" counting 0: answer when a match is more often right
-than wrong.
+**Replay threshold** (``choose_threshold``): on training interviews, each probe's best cosine and whether
+the replayed exchange states a gold unit, for probes in other wording (the answer is in the transcript)
+and in own wording with the asked exchange left out of the replay (the answer may not be: "I don't know"
+can be right); the threshold maximises (right answers − wrong answers) among the answered, a "not in my
+case" counting 0: answer when a match is more often right than wrong.
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ async def run_probes(
 
 
 def choose_threshold(
-    sims: Sequence[float], correct: Sequence[bool], grid: Sequence[float] = tuple(np.arange(0.3, 0.96, 0.05))
+    sims: Sequence[float], correct: Sequence[bool], grid: Sequence[float] = tuple(np.arange(0.1, 0.96, 0.05))
 ) -> tuple[float, int]:
     """The threshold of ``grid`` that maximises right − wrong among the probes answered (``sim >= t``);
     ties go to the lower threshold (fewer false "not sure"). Returns it and its utility."""
