@@ -197,6 +197,8 @@ def test_meditod_units_rest_on_the_mapped_turn_and_crosscheck() -> None:
     assert [(u.statement, u.polarity, u.turn) for u in units.facts] == [
         ("fever", "present", 3), ("fever onset: Monday", "present", 3), ("no hemoptysis", "absent", 7)
     ]  # fmt: skip
-    fs = asyncio.run(extract_facts(ScriptedChatModel(_facts_llm), "T1", IV.turns, model="m", chunk_chars=10_000))
+    fs = asyncio.run(
+        extract_facts(ScriptedChatModel(_facts_llm), "T1", IV.turns, model="m", chunk_chars=10_000)
+    )
     check = crosscheck(fs, units, FactMatcher(BagOfWordsEmbedder(), 0.3))
     assert check["annotated_units"] == 3 and check["stated_by_extracted"] == 2
