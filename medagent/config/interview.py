@@ -281,7 +281,7 @@ class InterviewEvalConfig:
     # Who answers the agent (medagent.history.simulation). replay: the real patient's words, no model call,
     # nothing invented by construction (benchmarks/validate_patients.py; docs/results/patient_validation.md).
     patient: PatientKind = PatientKind.replay
-    replay_threshold: float = 0.6  # lowest question cosine the replay patient answers at (training split)
+    replay_threshold: float = 0.7  # lowest question cosine the replay patient answers at (training split)
     fact_patient_k: int = 6  # facts shown to the fact patient per question
     # The case's facts (medagent.history.facts) and the endpoints read from them; facts_dir caches one fact
     # set per interview, shared by every arm (None: extracted afresh by each arm).
