@@ -26,11 +26,11 @@ from medagent.config import HistoryAgentConfig, InterviewRunConfig
 from medagent.config.choices import SummaryContext
 from medagent.history import history_mode, needs_history_retrieval
 from medagent.history.agent.information import split_record
+from medagent.history.evaluation.instrument import instrument_check
 from medagent.history.evaluation.metrics import BertScorer, add_bertscore
 from medagent.history.evaluation.paired import (
     arms_comparison,
     arms_markdown,
-    paired_difference,
     pairs_csv_rows,
 )
 from medagent.history.evaluation.report import write_rows
@@ -231,35 +231,13 @@ def run_arms(cfg: InterviewRunConfig) -> dict[str, Any]:
     return paired_report(cfg, arms, dirs, data.interviews, root)
 
 
-def instrument_check(
-    arms: dict[str, HistoryAgentConfig], records: dict[str, Any], endpoint: str, seed: int
-) -> list[str]:
-    """The report's first lines: does the primary endpoint separate the oracle (the whole physician
-    interview) from the opening-only arm on the same interviews (paired t CI excluding 0)? Empty when the
-    run has not both arms."""
-    context = {
-        SummaryContext(a.single_shot.context).value: n
+def instrument_runs(arms: dict[str, HistoryAgentConfig], records: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The arms that read a fixed context (the oracle, the opening-only baseline), named as the instrument
+    check names them (``single_shot:<context>``), with their records."""
+    return [
+        (f"single_shot:{SummaryContext(a.single_shot.context).value}", records[n])
         for n, a in arms.items()
         if history_mode(a.mode).reads_context
-    }
-    if "full" not in context or "opening" not in context:
-        return []
-    d = paired_difference(
-        records[context["opening"]], records[context["full"]], endpoint,
-        arm_a=context["opening"], arm_b=context["full"], seed=seed,
-    )  # fmt: skip
-    separates = d.t_low is not None and d.t_high is not None and (d.t_low > 0 or d.t_high < 0)
-    ci = "-" if d.t_low is None else f"[{d.t_low:.3f}, {d.t_high:.3f}]"
-    verdict = (
-        "passes: the endpoint separates them"
-        if separates
-        else "**FAILS: the endpoint does not separate knowing everything from knowing the opening; no "
-        "comparison below can be read as an effect of the arms**"
-    )
-    mean = "-" if d.mean_diff is None else f"{d.mean_diff:+.3f}"
-    return [
-        f"**Instrument check** ({endpoint}, {d.arm_b} - {d.arm_a}, n = {d.n}): {mean}, 95% t CI {ci}; {verdict}.",
-        "",
     ]
 
 
@@ -282,9 +260,8 @@ def paired_report(
     )
     shas = sorted({str(row.get("git_sha")) for r in runs.values() for row in r.rows.values()})
     lines = [f"# History taking, every arm in one run: {cfg.interviews.name}, llm={cfg.llm.name}", ""]
-    lines += instrument_check(
-        arms, {n: r.records for n, r in runs.items()}, cfg.paired_endpoints[0], cfg.seed
-    )
+    check = instrument_check(instrument_runs(arms, {n: r.records for n, r in runs.items()}), seed=cfg.seed)
+    lines += [check.markdown(), ""]
     if len(shas) != 1:
         lines += [f"**The rows were made by different code: git SHAs {', '.join(shas)}.**", ""]
     lines += [

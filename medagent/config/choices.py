@@ -163,6 +163,16 @@ class SummaryContext(Choice):
     transcript_run = "transcript_run"
 
 
+class PatientKind(Choice):
+    """Who answers the agent in an evaluated interview (``InterviewEvalConfig.patient``;
+    ``medagent.history.simulation``): the LLM shown transcript excerpts, the real patient's words for the
+    closest physician question, or an LLM that answers only from the case's extracted facts."""
+
+    simulator = "simulator"
+    replay = "replay"
+    facts = "facts"
+
+
 class ChunkingMode(Choice):
     """How an indexed corpus is cut (``ChunkingConfig.mode``): plain chunks, or children of parents."""
 

@@ -10,6 +10,7 @@ from medagent.config.base import ClusterConfig, LLMConfig, ModelConfig, Retrieve
 from medagent.config.choices import (
     AnnotatorKind,
     HistoryMode,
+    PatientKind,
     Policy,
     Priorities,
     RetrievalMode,
@@ -290,6 +291,21 @@ class InterviewEvalConfig:
     bertscore_batch_size: int = 8
     bertscore_device: str = "cpu"  # conf/interview_scoring/gpu.yaml: cuda
     redundancy_threshold: float = 0.75
+    # Who answers the agent (medagent.history.simulation). replay: the real patient's words, no model call,
+    # nothing invented by construction (benchmarks/validate_patients.py; docs/results/patient_validation.md).
+    patient: PatientKind = PatientKind.replay
+    replay_threshold: float = 0.7  # lowest question cosine the replay patient answers at (training split)
+    fact_patient_k: int = 6  # facts shown to the fact patient per question
+    # The case's facts (medagent.history.facts) and the endpoints read from them; facts_dir caches one fact
+    # set per interview, shared by every arm (None: extracted afresh by each arm).
+    fact_endpoints: bool = True
+    facts_dir: str | None = None
+    facts_chunk_chars: int = 2500
+    facts_max_tokens: int = 768
+    fact_match_threshold: float = 0.6  # facts_metrics.FactMatcher's cosine
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "eval")
 
 
 def _minilm() -> ModelConfig:
@@ -365,5 +381,14 @@ class InterviewRunConfig:
     arm_overrides: dict[str, Any] = field(default_factory=dict)
     # The paired report's endpoints (InterviewRecord fields; the first is the primary) and the arm every
     # other arm is compared with (None: the first arm).
-    paired_endpoints: list[str] = field(default_factory=lambda: ["bertscore_f1", "rouge_l", "n_turns"])
+    paired_endpoints: list[str] = field(
+        default_factory=lambda: [
+            "summary_fact_recall",
+            "elicited_fact_recall",
+            "summary_fact_precision",
+            "bertscore_f1",
+            "rouge_l",
+            "n_turns",
+        ]
+    )
     reference_arm: str | None = None

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from medagent.config import InterviewEvalConfig
+from medagent.config import InterviewEvalConfig, PatientKind
 from medagent.history import HistoryTakingAgent, PatientSimulator
 from medagent.history.evaluation.metrics import (
     RedFlagExtractor,
@@ -264,12 +264,21 @@ def test_interview_record_and_aggregate() -> None:
     json.dumps(rec.to_dict())
 
 
+FACT_ITEMS = [
+    {"category": "symptom", "statement": "dry cough for a week", "polarity": "present", "quote": "dry cough for a week"},
+    {"category": "symptom", "statement": "coughed up blood", "polarity": "present", "quote": "A little blood this morning"},
+    {"category": "symptom", "statement": "night sweats", "polarity": "present", "quote": "soaked with sweat"},
+]  # fmt: skip
+
+
 def _evaluator_llm(body: dict[str, Any]) -> dict[str, Any]:
     name = body.get("prompt")
     if name == "history_fidelity":
         return completion('{"label": "supported", "rationale": "in the source"}')
     if name == "history_red_flags":
         return completion('{"red_flags": [{"id": "haemoptysis", "quote": "a little blood this morning"}]}')
+    if name == "history_facts":
+        return completion(json.dumps({"facts": FACT_ITEMS}))
     assert name == "history_patient", name
     return completion(
         "A little blood this morning." if "blood" in json.dumps(body) else "I have a dry cough."
@@ -288,13 +297,16 @@ def test_evaluate_interview_row(mode: str) -> None:
         BagOfWordsEmbedder(),
     )
     llm = ScriptedChatModel(_evaluator_llm)
-    cfg = InterviewEvalConfig(simulator_exchanges=2)
+    cfg = InterviewEvalConfig(simulator_exchanges=2, patient=PatientKind.simulator)
     row = asyncio.run(
         evaluate_interview(IV, agent, llm, cfg, embedder=BagOfWordsEmbedder(), gold_diagnoses=["covid-19"])
     ).to_dict()
     json.dumps(row)
     rec = row["record"]
     assert rec["reference_usable"] and rec["rouge_l"] is not None and rec["differential_hit"] is True
+    # Two facts rest on the patient's words; the third's quote is in no patient turn (set aside).
+    assert rec["n_facts"] == 2 and rec["patient"] == "simulator"
+    assert rec["summary_fact_recall"] is not None and 0 <= rec["elicited_fact_recall"] <= 1
     if mode == "amq":
         assert rec["red_flags_reference"] == ["haemoptysis"]
         assert rec["n_turns"] == 3 and rec["fidelity"]["supported"] == 1.0 and len(row["simulator"]) == 3
@@ -312,3 +324,26 @@ def test_evaluate_interview_row(mode: str) -> None:
         )
     ).to_dict()
     assert skipped["skipped"] and "record" not in skipped
+
+
+def test_evaluate_interview_with_the_replay_patient() -> None:
+    from medagent.history import build_history_agent
+    from medagent.history.evaluation.runner import evaluate_interview
+
+    agent = build_history_agent(
+        history_agent_config(mode="amq", max_turns=3),
+        FakeClinician().model,
+        FakeRetriever(),
+        BagOfWordsEmbedder(),
+    )
+    llm = ScriptedChatModel(_evaluator_llm)
+    row = asyncio.run(
+        evaluate_interview(
+            IV, agent, llm, InterviewEvalConfig(patient=PatientKind.replay), embedder=BagOfWordsEmbedder()
+        )
+    ).to_dict()
+    # The replay patient made no model call; its answers are the patient's turns or its "I don't know".
+    assert not any(r.get("prompt") == "history_patient" for r in llm.requests)
+    patient_lines = {t.text for t in IV.turns if t.speaker == "patient"}
+    assert all(x["answer"] in patient_lines or x["answer"] == "I don't know." for x in row["simulator"])
+    assert row["record"]["patient"] == "replay" and row["record"]["fidelity"] == {}

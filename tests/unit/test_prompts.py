@@ -43,6 +43,8 @@ VARIABLES = {
     "passages": [{"id": "g1#p0", "source": "guidelines", "title": "Cough", "content": "text"}],
     "source": "Doctor: Q?\nPatient: A cough.",
     "history": [{"question": "Any fever?", "answer": "No."}],
+    "excerpt": "Doctor: Q?\nPatient: A cough.",
+    "facts": [{"statement": "cough", "quote": "A cough."}],
 }
 
 

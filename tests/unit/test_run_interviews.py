@@ -15,7 +15,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from medagent.config import InterviewEvalConfig, InterviewRunConfig, ServeConfig
+from medagent.config import InterviewEvalConfig, InterviewRunConfig, PatientKind, ServeConfig
 from medagent.history import build_history_agent
 from medagent.history.evaluation.report import (
     RunRecords,
@@ -90,7 +90,7 @@ def _row(mode: str, iv_id: str) -> dict[str, Any]:
             parse_transcript(TEXT, iv_id),
             agent,
             ScriptedChatModel(_evaluator),
-            InterviewEvalConfig(simulator_exchanges=2),
+            InterviewEvalConfig(simulator_exchanges=2, patient=PatientKind.simulator),
             embedder=BagOfWordsEmbedder(),
         )
     )

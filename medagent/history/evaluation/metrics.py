@@ -21,7 +21,10 @@
   diagnoses the physician states in the full transcript, found by the lexicon annotator
   (``LexiconAnnotator.diagnoses``: diseases of the MediTOD ontology named with a diagnostic cue or in the
   closing turns; ``add_physician_hits``, at the driver, scorer only). Interviews where it finds none are
-  left out (``differential_n`` counts the others).
+  left out (``differential_n`` counts the others). **Top-3 differential hit**: the same test over the
+  first three diagnoses of the differential only (ranked as the agent ranked them).
+* **Fact endpoints** (``facts_metrics``): elicited-fact recall, summary fact recall (the primary endpoint)
+  and precision against the case's facts extracted from the patient's own turns (``medagent.history.facts``).
 """
 
 from __future__ import annotations
@@ -207,6 +210,7 @@ def add_physician_hits(
         if r.error is None and r.differential_hit is None and (dx := gold.get(r.interview_id)):
             r.gold_diagnoses = list(dx)
             r.differential_hit = differential_hit(r.differential, dx, canonical)
+            r.differential_top3_hit = differential_hit(r.differential[:3], dx, canonical)
             n += 1
     return n
 
@@ -233,6 +237,7 @@ def interview_record(
         recall = len(set(agent_flags) & set(reference_red_flags)) / len(set(reference_red_flags))
     dx = [d.diagnosis for d in a.differential] or [h.diagnosis for h in result.final_state.differential]
     hit = differential_hit(dx, gold_diagnoses, canonical) if gold_diagnoses else None
+    top3 = differential_hit(dx[:3], gold_diagnoses, canonical) if gold_diagnoses else None
     text = a.text() if a.valid else ""
     return InterviewRecord(
         interview_id=interview.id,
@@ -254,6 +259,7 @@ def interview_record(
         differential=dx,
         gold_diagnoses=gold_diagnoses,
         differential_hit=hit,
+        differential_top3_hit=top3,
         rouge_l=rouge_l(text, reference.statement) if reference.usable else None,
         fidelity=fidelity_shares(fidelity_labels),
         n_judged=len(fidelity_labels),
@@ -303,6 +309,13 @@ def aggregate(records: Sequence[InterviewRecord]) -> dict[str, Any]:
             [float(r.differential_hit) for r in ok if r.differential_hit is not None]
         ),
         "differential_n": sum(r.differential_hit is not None for r in ok),
+        "differential_top3_hit_rate": _mean(
+            [float(r.differential_top3_hit) for r in ok if r.differential_top3_hit is not None]
+        ),
+        "n_facts_mean": _mean([r.n_facts for r in ok]),
+        "elicited_fact_recall": _mean([r.elicited_fact_recall for r in ok]),
+        "summary_fact_recall": _mean([r.summary_fact_recall for r in ok]),
+        "summary_fact_precision": _mean([r.summary_fact_precision for r in ok]),
         "fidelity": fid,
         "fidelity_n": total,
     } | fidelity.summarise(r.fidelity_lexical for r in ok)

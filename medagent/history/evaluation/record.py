@@ -3,7 +3,7 @@ report read them (its own module, so the readers need not import the metrics tha
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -37,6 +37,20 @@ class InterviewRecord:
     error: str | None = None
     repeat_rate_lexical: float | None = None
     fidelity_lexical: dict[str, int] | None = None  # medagent.history.evaluation.fidelity's counts
+    differential_top3_hit: bool | None = None  # differential_hit over the first 3 diagnoses
+    # The case's facts (medagent.history.evaluation.facts_metrics); None: no fact set (fact_endpoints off).
+    n_facts: int | None = None
+    elicited_fact_recall: float | None = None
+    summary_fact_recall: float | None = None
+    summary_fact_precision: float | None = None
+    patient: str | None = None  # who answered (InterviewEvalConfig.patient); None in rows written before
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> InterviewRecord:
+        """Reads a row's ``record``: keys written before a field existed take its default, and keys this
+        version does not know are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})

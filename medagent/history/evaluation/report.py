@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator
 
 from medagent.history.agent.modes import history_mode
 from medagent.history.evaluation import metrics as metrics_module
+from medagent.history.evaluation.instrument import instrument_check, run_arm
 from medagent.history.evaluation.metrics import InterviewRecord, aggregate
 from medagent.history.evaluation.paired import PairedDifference, paired_markdown
 from medagent.history.evaluation.row import InterviewRow
@@ -39,6 +40,11 @@ CSV_FIELDS = (
     "rouge_l",
     "red_flag_recall",
     "differential_hit",
+    "differential_top3_hit",
+    "n_facts",
+    "elicited_fact_recall",
+    "summary_fact_recall",
+    "summary_fact_precision",
     "repeat_rate_lexical",
     "finish_reason",
     "elapsed_s",
@@ -52,6 +58,10 @@ PHASE_COLOURS = {
     "confirmation": "#f4cccc",
 }
 TABLE_METRICS = (
+    ("summary fact recall", "summary_fact_recall", 3),  # the primary endpoint (facts_metrics)
+    ("summary fact precision", "summary_fact_precision", 3),
+    ("elicited fact recall", "elicited_fact_recall", 3),
+    ("top-3 differential hit", "differential_top3_hit_rate", 3),
     ("BERTScore F1", "bertscore_f1", 3),
     ("ROUGE-L F1", "rouge_l_f1", 3),
     ("turns", "turns_mean", 1),
@@ -109,7 +119,7 @@ class RunRecords:
             elif r.get("skipped"):
                 out.skipped.append(r["interview_id"])
             else:
-                out.records.append(InterviewRecord(**r["record"]))
+                out.records.append(InterviewRecord.from_dict(r["record"]))
         return out
 
     def metrics(self) -> dict[str, Any]:
@@ -281,13 +291,22 @@ def write_report(
     paired: Sequence[PairedDifference] = (),
     scoring: str = "",
 ) -> str:
-    """The markdown report (this run first, then the compared runs); returns its text.
+    """The markdown report (this run first, then the compared runs); returns its text. It opens with the
+    instrument check (``instrument.instrument_check``), failed or passed.
 
     ``paired`` are the per-interview paired differences against each compared run; ``scoring`` names the
     BERTScore backbone (written under the table, so no figure is read without it).
     """
     main = runs[0]
-    lines = [f"# {title}", "", format_table([(r.label, m) for r, m in zip(runs, metrics, strict=True)]), ""]
+    check = instrument_check([(run_arm(r.rows, r.label), r.records) for r in runs])
+    lines = [
+        f"# {title}",
+        "",
+        check.markdown(),
+        "",
+        format_table([(r.label, m) for r, m in zip(runs, metrics, strict=True)]),
+        "",
+    ]
     if scoring:
         lines += [scoring, ""]
     if paired:

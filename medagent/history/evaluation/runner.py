@@ -1,8 +1,10 @@
 """One evaluated interview, start to finish: what an ``InterviewWorker`` actor calls per row.
 
-reference (physician's closing statement) -> simulator grounded in the visible turns -> agent run ->
-fidelity judge over the simulator's answers -> reference red flags from the full transcript (agents that
-track red flags) -> record.
+reference (physician's closing statement) -> the case's facts from the patient's visible turns (cached,
+``eval.fact_endpoints``) -> the patient ``eval.patient`` names (the LLM simulator, the replay patient or
+the fact patient) -> agent run -> fidelity judge over the LLM simulator's answers -> reference red flags
+from the full transcript (agents that track red flags) -> record, with the fact endpoints
+(``facts_metrics``).
 BERTScore is not computed here: it runs once over all records (``metrics.add_bertscore``) so the scorer
 model loads once per run, not per actor.
 
@@ -16,18 +18,25 @@ agent's own interview of the same patient (read by the driver from a finished ru
 from __future__ import annotations
 
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any
 
-from medagent.config import HistoryAgentConfig, InterviewEvalConfig
+from medagent.config import HistoryAgentConfig, InterviewEvalConfig, PatientKind
 from medagent.history.agent.amq import HistoryTakingAgent, InterviewResult
 from medagent.history.agent.modes import history_mode
 from medagent.history.agent.redundancy import TextEmbedder
 from medagent.history.agent.single_shot import SingleShotBaseline
+from medagent.history.evaluation.facts_metrics import FactMatcher, fact_scores
 from medagent.history.evaluation.metrics import RedFlagExtractor, interview_record
 from medagent.history.evaluation.row import InterviewRow
+from medagent.history.facts.extract import extract_facts
+from medagent.history.facts.store import FactCache, FactSet
+from medagent.history.simulation.fact_patient import FactPatient
 from medagent.history.simulation.reference import ClosingRule, extract_reference, render_turns, visible_turns
+from medagent.history.simulation.replay import ReplayPatient
 from medagent.history.simulation.simulator import FidelityJudge, PatientSimulator
 from medagent.interview.transcripts import Interview
+from medagent.interview.types import Turn
 from medagent.llm.base import ChatModel
 from medagent.llm.usage import UsageRecord
 
@@ -62,6 +71,56 @@ def baseline_transcript(cfg: HistoryAgentConfig, seen: str, own_transcript: str 
     if not own_transcript:  # context == transcript_run
         raise ValueError("context=transcript_run needs the amq run's transcript of this interview")
     return own_transcript
+
+
+async def case_facts(
+    llm: ChatModel,
+    interview_id: str,
+    seen: tuple[Turn, ...],
+    cfg: InterviewEvalConfig,
+    json_schema: bool,
+    log: UsageRecord,
+) -> FactSet:
+    """The interview's fact set: from ``cfg.facts_dir`` when cached there, else extracted (and cached)."""
+    return await extract_facts(
+        llm,
+        interview_id,
+        seen,
+        model=str(getattr(llm, "model", "") or "unknown"),
+        chunk_chars=cfg.facts_chunk_chars,
+        max_tokens=cfg.facts_max_tokens,
+        json_schema=json_schema,
+        cache=FactCache(Path(cfg.facts_dir)) if cfg.facts_dir else None,
+        usage=log,
+    )
+
+
+def build_patient(
+    llm: ChatModel,
+    seen: tuple[Turn, ...],
+    cfg: InterviewEvalConfig,
+    embedder: TextEmbedder | None,
+    facts: FactSet | None,
+) -> PatientSimulator | ReplayPatient | FactPatient:
+    """The patient ``cfg.patient`` names, over the visible turns (or the case's facts)."""
+    if cfg.patient == PatientKind.simulator:
+        return PatientSimulator(llm, seen, cfg, embedder if cfg.simulator_exchanges is not None else None)
+    if embedder is None:
+        raise ValueError(f"patient={cfg.patient} needs an embedder")
+    if cfg.patient == PatientKind.replay:
+        return ReplayPatient(seen, embedder, cfg.replay_threshold)
+    if facts is None:
+        raise ValueError("patient=facts needs the case's facts (eval.fact_endpoints=true)")
+    return FactPatient(llm, facts, embedder, k=cfg.fact_patient_k, max_tokens=cfg.simulator_max_tokens,
+                       temperature=cfg.simulator_temperature)  # fmt: skip
+
+
+def elicited_texts(cfg: HistoryAgentConfig, transcript: str | None, answers: list[str]) -> list[str] | None:
+    """What the arm's interview brought out: the patient's answers; the amq transcript it was handed
+    (``transcript_run``); None for the oracle, which read the physician's whole interview."""
+    if transcript is None:
+        return answers
+    return None if cfg.single_shot.context == "full" else [transcript]
 
 
 def closing_rule(cfg: InterviewEvalConfig) -> ClosingRule:
@@ -101,16 +160,21 @@ async def evaluate_interview(
     if skip_unusable and not reference.usable:
         return replace(row, skipped="no usable closing statement")
     seen = visible_turns(interview, reference)
-    simulator = PatientSimulator(llm, seen, cfg, embedder if cfg.simulator_exchanges is not None else None)
     json_schema = agent.cfg.generation.json_schema
+    eval_log = UsageRecord.calls(by_tag=True)
+    facts = (
+        await case_facts(llm, interview.id, seen, cfg, json_schema, eval_log)
+        if cfg.fact_endpoints or cfg.patient == PatientKind.facts
+        else None
+    )
+    simulator = build_patient(llm, seen, cfg, embedder, facts)
     mode = history_mode(agent.cfg.mode)
     transcript = (
         baseline_transcript(agent.cfg, render_turns(seen), own_transcript) if mode.reads_context else None
     )
     result: InterviewResult = await agent.run(simulator, transcript=transcript)
-    eval_log = UsageRecord.calls(by_tag=True)
     labels: list[str] = []
-    if cfg.judge_fidelity and simulator.log:
+    if cfg.judge_fidelity and simulator.log and isinstance(simulator, PatientSimulator):
         judge = FidelityJudge(llm, cfg, json_schema=json_schema, source=seen, embedder=embedder)
         labels = await judge.judge_all(simulator.log, eval_log)
     # Red-flag recall applies only to an agent that tracks red flags: for any other, the reference's
@@ -133,6 +197,15 @@ async def evaluate_interview(
         canonical=canonical,
         fidelity_labels=labels,
     )
+    record.patient = str(cfg.patient)
+    if facts is not None and cfg.fact_endpoints and embedder is not None:
+        scores = fact_scores(
+            facts.facts,
+            elicited_texts(agent.cfg, transcript, [x.answer for x in simulator.log]),
+            result.assessment.summary,
+            FactMatcher(embedder, cfg.fact_match_threshold),
+        )
+        record = replace(record, **{k: v for k, v in asdict(scores).items()})
     return replace(
         row,
         arm=arm_name(agent.cfg),

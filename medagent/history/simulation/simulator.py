@@ -42,9 +42,13 @@ DONT_KNOW = "I'm not sure."
 
 @dataclass(frozen=True)
 class SimulatedExchange:
+    """One answered question; ``source_turns``: the transcript turns it drew on (the turns a replayed answer
+    is made of; the turns of the facts the fact patient was shown)."""
+
     question: str
     answer: str
     context: str
+    source_turns: tuple[int, ...] = ()
 
 
 @dataclass

@@ -1,0 +1,230 @@
+"""Validates the simulated patients on the physicians' own questions of held-out RES interviews.
+
+One command, one table per patient (``medagent.history.evaluation.patient_validation`` defines the probes,
+the units and the four measures: supported, disclosed, false "not sure", invented):
+
+    python benchmarks/validate_patients.py --patients replay                       # all 54 eval interviews
+    python benchmarks/validate_patients.py --patients replay,simulator,facts --units facts \\
+        --limit 4 --max-probes 8 --facts-dir outputs/facts                         # the model patients
+
+The replay threshold is chosen first, on ``--train-limit`` training interviews of the fixed RES split
+(other wording; ``choose_threshold``), unless ``--replay-threshold`` is given. The model patients (the LLM
+simulator shown transcript excerpts, and the fact patient) run on the CPU model of ``--llm`` (llama.cpp),
+as ``pipelines/run_interviews.py`` does; ``--units facts`` extracts each interview's facts with it once
+(cached under ``--facts-dir``). Writes ``validation.md`` and ``validation.json`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from medagent.history.agent.information import DEFAULT_EVAL_FRACTION, DEFAULT_SALT, split_ids  # noqa: E402
+from medagent.history.evaluation import patient_validation as pv  # noqa: E402
+from medagent.history.evaluation.facts_metrics import FactMatcher, clauses  # noqa: E402
+from medagent.history.facts.annotations import crosscheck, load_meditod_units  # noqa: E402
+from medagent.history.facts.store import FactSet  # noqa: E402
+from medagent.history.simulation.reference import extract_reference, visible_turns  # noqa: E402
+from medagent.history.simulation.replay import ReplayPatient, best_matches, transcript_exchanges  # noqa: E402
+from medagent.interview.transcripts import Interview, load_transcripts  # noqa: E402
+
+
+def _embedder() -> Any:
+    from medagent.config.interview import _minilm
+    from medagent.history.agent.redundancy import SentenceEmbedder
+    from medagent.retrieval.config import EmbedderConfig
+
+    return SentenceEmbedder.from_config(EmbedderConfig(name="minilm", model=_minilm()), device="cpu")
+
+
+def _llm(name: str) -> Any:
+    from hydra import compose, initialize_config_module
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    from medagent.config import InterviewRunConfig
+    from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings
+    from medagent.models import resolve_model
+
+    ConfigStore.instance().store(name="interview_run_schema", node=InterviewRunConfig)
+    with initialize_config_module("conf", version_base=None):
+        raw = compose("run_interviews", overrides=[f"llm={name}"])
+    cfg: InterviewRunConfig = OmegaConf.to_object(raw)  # type: ignore[assignment]
+    return LlamaCppEngine(
+        resolve_model(cfg.llm.model.spec()),
+        LlamaCppSettings(n_ctx=cfg.llm.n_ctx, n_parallel=cfg.llm.n_parallel, n_threads=cfg.llm.n_threads),
+        name=cfg.llm.served_name,
+    ), cfg
+
+
+def warm(embedder: pv.CachedEmbedder, seen: dict[str, Any]) -> None:
+    """Encodes, in one batch, every doctor question, patient sentence and patient clause of ``seen``: the
+    texts the probes, the replayed answers and their scoring ask about (one encode call per text costs
+    about as much as a batch on a loaded CPU)."""
+    texts = [x.doctor for turns in seen.values() for x in transcript_exchanges(turns)]
+    for i, turns in seen.items():
+        texts += [u.statement for u in pv.sentence_units(i, turns).facts]
+        texts += [c for t in turns if t.speaker == "patient" for c in clauses(t.text)]
+    embedder.encode(list(dict.fromkeys(texts)))
+
+
+def _seen(iv: Interview) -> tuple[Any, ...]:
+    return visible_turns(iv, extract_reference(iv))
+
+
+def replay_threshold(
+    train: list[Interview], embedder: pv.CachedEmbedder, matcher: FactMatcher
+) -> tuple[float, int, int]:
+    """``choose_threshold`` on the training interviews (sentence units): probes in other wording, and
+    in own wording with the asked exchange left out."""
+    seen = {iv.id: _seen(iv) for iv in train}
+    pool = [(i, x.doctor) for i, turns in seen.items() for x in transcript_exchanges(turns)]
+    warm(embedder, seen)
+    outcomes: list[tuple[float, bool]] = []
+    for i, turns in seen.items():
+        xs = transcript_exchanges(turns)
+        units = pv.sentence_units(i, turns)
+        ps = pv.probes(i, turns, "other", pool=pool, embedder=embedder)
+        sims = best_matches(embedder, [p.question for p in ps], [x.doctor for x in xs])
+        outcomes += pv.replay_outcomes(xs, ps, sims, units, matcher)
+        # Every probe above has its answer in the transcript; the physician's own question with its own
+        # exchange left out is the case where it may not, and "I don't know" can be right.
+        own = pv.probes(i, turns, "own")
+        sims = best_matches(embedder, [p.question for p in own], [x.doctor for x in xs])
+        for k, p in enumerate(own):
+            sims[k, p.exchange] = -1.0
+        outcomes += pv.replay_outcomes(xs, own, sims, units, matcher)
+    t, utility = pv.choose_threshold([s for s, _ in outcomes], [c for _, c in outcomes])
+    return t, utility, len(outcomes)
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    embedder = pv.CachedEmbedder(_embedder())
+    matcher = FactMatcher(embedder, args.match_threshold)
+    ids = [p.stem for p in load_transcripts("RES", args.data_root)[1]]
+    train_ids, eval_ids = split_ids(ids, DEFAULT_EVAL_FRACTION, DEFAULT_SALT)
+    out: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}}
+    t0 = time.perf_counter()
+    if args.replay_threshold is None:
+        train, _ = load_transcripts("RES", args.data_root, ids=train_ids[: args.train_limit])
+        thr, utility, n = replay_threshold(train, embedder, matcher)
+        out["replay_threshold"] = {"value": thr, "utility": utility, "probes": n, "interviews": len(train)}
+    else:
+        thr = args.replay_threshold
+        out["replay_threshold"] = {"value": thr, "given": True}
+    evals, _ = load_transcripts("RES", args.data_root, ids=eval_ids[: args.limit] if args.limit else eval_ids)
+    seen = {iv.id: _seen(iv) for iv in evals}
+    annotated = load_meditod_units(seen, args.data_root)
+    if args.units == "meditod":  # only the annotated eval interviews
+        seen = {i: t for i, t in seen.items() if i in annotated}
+    pool = [(i, x.doctor) for i, turns in seen.items() for x in transcript_exchanges(turns)]
+    warm(embedder, seen)
+    # The embedding match against MediTOD's annotations, on the annotated eval interviews (module docstring
+    # of patient_validation.matcher_agreement); printed so a reader sees what FactMatcher's cosine does.
+    out["matcher_agreement"] = {
+        i: pv.matcher_agreement(u, seen[i], matcher) for i, u in annotated.items() if i in seen
+    }
+    patients = args.patients.split(",")
+    llm = cfg = None
+    if any(p != "replay" for p in patients) or args.units == "facts":
+        llm, cfg = _llm(args.llm)
+    facts: dict[str, FactSet] = {}
+    if args.units == "facts":
+        from medagent.history.evaluation.runner import case_facts
+        from medagent.llm.usage import UsageRecord
+
+        assert cfg is not None
+        ecfg = cfg.eval
+        ecfg.facts_dir = args.facts_dir
+        for i, turns in seen.items():
+            facts[i] = await case_facts(
+                llm, i, turns, ecfg, cfg.llm.supports_json_schema, UsageRecord.calls()
+            )
+        out["facts"] = {
+            i: {"facts": len(f.facts), "set_aside": len(f.set_aside), "errors": len(f.errors)}
+            | ({"meditod_crosscheck": crosscheck(f, annotated[i], matcher)} if i in annotated else {})
+            for i, f in facts.items()
+        }
+    rows: list[pv.PatientScores] = []
+    results: dict[str, list[dict[str, Any]]] = {}
+    for wording in args.wording.split(","):
+        for kind in patients:
+            res: list[pv.ProbeResult] = []
+            for i, turns in seen.items():
+                ps = pv.probes(i, turns, wording, pool=pool, embedder=embedder)
+                if args.max_probes and len(ps) > args.max_probes:
+                    step = len(ps) / args.max_probes
+                    ps = [ps[int(k * step)] for k in range(args.max_probes)]
+                units = (
+                    facts[i] if args.units == "facts"
+                    else annotated[i] if args.units == "meditod"
+                    else pv.sentence_units(i, turns)
+                )  # fmt: skip
+                patient = _patient(kind, llm, cfg, turns, embedder, thr, facts.get(i))
+                res += await pv.run_probes(patient.answer, ps, units, turns, matcher)
+            rows.append(pv.summarise(kind, wording, args.units, res))
+            results[f"{kind}/{wording}"] = [
+                {"id": r.probe.interview_id, "q": r.probe.question, "a": r.answer, "gold": r.n_gold,
+                 "disclosed": r.n_disclosed, "no_answer": r.no_answer, "supported": r.supported}
+                for r in res
+            ]  # fmt: skip
+    out["table"] = [r.to_dict() for r in rows]
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = pv.table(rows)
+    (args.out / "validation.md").write_text(text + "\n", encoding="utf-8")
+    (args.out / "validation.json").write_text(
+        json.dumps(out | {"answers": results}, indent=1), encoding="utf-8"
+    )
+    print(json.dumps(out["replay_threshold"]))
+    print(json.dumps(out["matcher_agreement"]))
+    print(text)
+    print(f"{out['seconds']} s")
+    return out
+
+
+def _patient(
+    kind: str, llm: Any, cfg: Any, turns: Any, embedder: Any, thr: float, facts: FactSet | None
+) -> Any:
+    from medagent.history.simulation.fact_patient import FactPatient
+    from medagent.history.simulation.simulator import PatientSimulator
+
+    if kind == "replay":
+        return ReplayPatient(turns, embedder, thr)
+    if kind == "simulator":
+        return PatientSimulator(llm, turns, cfg.eval, embedder)
+    if kind == "facts":
+        if facts is None:
+            raise SystemExit("--patients facts needs --units facts (the fact patient answers from the facts)")
+        return FactPatient(llm, facts, embedder, k=cfg.eval.fact_patient_k)
+    raise SystemExit(f"unknown patient {kind!r} (replay, simulator, facts)")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--patients", default="replay", help="comma list of replay, simulator, facts")
+    ap.add_argument("--wording", default="own,other", help="comma list of own, other")
+    ap.add_argument(
+        "--units", default="sentences", choices=("sentences", "facts", "meditod"),
+        help="gold units: answer sentences, extracted facts (model), or MediTOD's annotations (RES0045, RES0054)",
+    )  # fmt: skip
+    ap.add_argument("--limit", type=int, default=None, help="first N eval interviews (default all 54)")
+    ap.add_argument("--max-probes", type=int, default=None, help="probes per interview, evenly spaced")
+    ap.add_argument(
+        "--train-limit", type=int, default=40, help="training interviews for the replay threshold"
+    )
+    ap.add_argument("--replay-threshold", type=float, default=None)
+    ap.add_argument("--match-threshold", type=float, default=0.6, help="FactMatcher cosine")
+    ap.add_argument("--llm", default="qwen2.5-coder-1.5b-cpu")
+    ap.add_argument("--facts-dir", default="outputs/facts")
+    ap.add_argument("--data-root", default=None)
+    ap.add_argument("--out", type=Path, default=Path("outputs/validate_patients"))
+    asyncio.run(main(ap.parse_args()))

@@ -1,0 +1,115 @@
+"""Fact extraction: one structured model call per excerpt of the patient's turns, once per interview.
+
+The visible interview (the physician's closing statement excluded) is cut into excerpts of whole exchanges
+(a doctor's question with the patient's answer) of at most ``chunk_chars`` characters, so a 4k-token CPU
+model sees each in one request; the doctor's words are there only so the patient's short answers ("no",
+"about a week") can be read. Each excerpt's reply (``history_facts``: category, statement, polarity,
+quote) goes through ``store.accept``: a fact is kept only with a quote found in a patient turn. The fact
+set is cached (``store.FactCache``) by transcript, model and prompt version, so the arms of an experiment
+share one set and a rerun costs no model call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from medagent.history.facts.store import CATEGORIES, POLARITIES, FactCache, FactSet, accept, cache_key
+from medagent.history.simulation.reference import exchanges
+from medagent.interview.types import Turn
+from medagent.llm.base import ChatModel
+from medagent.llm.structured import Output, Text, ask, capped_list, capped_str, enum_str
+from medagent.llm.usage import UsageRecord
+from medagent.prompts import load_prompt
+
+PROMPT = "history_facts"
+MAX_FACTS_PER_EXCERPT = 24
+
+
+class FactItem(Output):
+    """One extracted fact as the model writes it; ``accept`` checks the values (an unknown category is set
+    aside there, with its reason, rather than failing the excerpt)."""
+
+    category: Annotated[enum_str(CATEGORIES), BeforeValidator(str)]  # type: ignore[valid-type]
+    statement: Annotated[capped_str(80), BeforeValidator(str)]  # type: ignore[valid-type]
+    polarity: Annotated[enum_str(POLARITIES), BeforeValidator(str)]  # type: ignore[valid-type]
+    quote: Annotated[capped_str(200), BeforeValidator(str)]  # type: ignore[valid-type]
+
+
+def _items(value: Any) -> Any:
+    """Keep the dict items of a list; a small model's stray strings are not facts."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else value
+
+
+class FactsReply(Output):
+    facts: Annotated[capped_list(FactItem, MAX_FACTS_PER_EXCERPT), BeforeValidator(_items)]  # type: ignore[valid-type]
+    note: Text = ""
+
+
+def excerpts(turns: Sequence[Turn], chunk_chars: int) -> list[str]:
+    """The exchanges of ``turns`` packed in order into excerpts of at most ``chunk_chars`` characters (an
+    exchange longer than that is its own excerpt)."""
+    out: list[str] = []
+    for x in exchanges(list(turns)):
+        if out and len(out[-1]) + 1 + len(x) <= chunk_chars:
+            out[-1] += "\n" + x
+        else:
+            out.append(x)
+    return out
+
+
+def prompt_id() -> str:
+    return f"{PROMPT}@v{load_prompt(PROMPT).version}"
+
+
+async def extract_facts(
+    llm: ChatModel,
+    interview_id: str,
+    turns: Sequence[Turn],
+    *,
+    model: str,
+    chunk_chars: int = 2500,
+    max_tokens: int = 768,
+    json_schema: bool = True,
+    cache: FactCache | None = None,
+    usage: UsageRecord | None = None,
+) -> FactSet:
+    """The fact set of one interview's visible ``turns``: read from ``cache`` when there, else extracted
+    (module docstring) and written there.
+
+    Args:
+        llm: The extracting model.
+        model: Its name, part of the cache key (the endpoint does not always report it).
+        chunk_chars: Excerpt size (characters).
+
+    Raises:
+        LLMError: The endpoint failed; nothing is cached.
+    """
+    key = cache_key(turns, model, prompt_id())
+    if cache is not None and (hit := cache.get(interview_id, key)) is not None:
+        return hit
+    fs = FactSet(interview_id, key, model, prompt_id())
+    template = load_prompt(PROMPT)
+    for i, excerpt in enumerate(excerpts(turns, chunk_chars)):
+        reply = await ask(
+            llm,
+            template.render(excerpt=excerpt),
+            FactsReply,
+            prompt=PROMPT,
+            schema_name="facts",
+            json_schema_ok=json_schema,
+            tag="fact extraction",
+            usage=usage,
+            max_tokens=max_tokens,
+            max_retries=1,
+        )
+        if reply.value is None:
+            fs.errors.append(f"excerpt {i}: " + "; ".join(reply.errors)[:300])
+            continue
+        accept(interview_id, [f.model_dump() for f in reply.value.facts], turns, fs)
+    fs.facts.sort(key=lambda f: f.turn)
+    if cache is not None:
+        cache.put(fs)
+    return fs

@@ -1,0 +1,111 @@
+"""The replay patient: the real patient's own words for the closest physician question of the transcript.
+
+Deterministic and model-free (only the sentence embedder). The visible interview is cut into exchanges (a
+run of doctor turns, then the patient turns that answer it). A question is embedded and compared by cosine
+with every exchange's doctor text; when the best match reaches ``threshold`` the answer is that exchange's
+patient turns, verbatim; otherwise the patient says ``NO_ANSWER`` — plainly that the transcript holds no
+answer. ``NO_ANSWER`` is the one phrase the patients use for "not in my case" (the fact patient is told to
+use it too), so a reader can tell it from a statement and nothing treats it as a fact.
+
+The threshold trades a false "I don't know" (the answer was there in other words) against a wrong
+exchange's words; ``medagent.history.evaluation.patient_validation.choose_threshold`` picks it on the
+training split of the RES transcripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from medagent.history.agent.redundancy import TextEmbedder, cosine_matrix
+from medagent.history.simulation.simulator import SimulatedExchange
+from medagent.interview.types import Turn
+from medagent.llm.usage import UsageRecord
+
+NO_ANSWER = "I don't know."
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One exchange of a transcript: the doctor's text, the patient's answer and its turn indices."""
+
+    index: int
+    doctor: str
+    patient: str
+    patient_turns: tuple[int, ...]
+
+
+def transcript_exchanges(turns: Sequence[Turn]) -> list[Exchange]:
+    """The exchanges that end in a patient answer (a doctor run with no answer after it is left out)."""
+    runs: list[list[Turn]] = []
+    for t in turns:
+        if not runs or (t.speaker == "doctor" and runs[-1][-1].speaker == "patient"):
+            runs.append([t])
+        else:
+            runs[-1].append(t)
+    out: list[Exchange] = []
+    for run in runs:
+        doctor = " ".join(t.text for t in run if t.speaker == "doctor")
+        patient = [t for t in run if t.speaker == "patient"]
+        if patient:
+            out.append(
+                Exchange(len(out), doctor, " ".join(t.text for t in patient), tuple(t.index for t in patient))
+            )
+    return out
+
+
+def best_matches(embedder: TextEmbedder, questions: Sequence[str], keys: Sequence[str]) -> np.ndarray:
+    """The cosine of every question with every key, ``(len(questions), len(keys))``."""
+    if not questions or not keys:
+        return np.zeros((len(questions), len(keys)), dtype=np.float32)
+    q = np.asarray(embedder.encode(list(questions)), dtype=np.float32)
+    k = np.asarray(embedder.encode(list(keys)), dtype=np.float32)
+    return cosine_matrix(q, k)
+
+
+@dataclass
+class ReplayPatient:
+    """Answers with the patient's recorded words (module docstring); satisfies ``agent.Patient``.
+
+    Args:
+        turns: The visible turns of the source interview.
+        embedder: Sentence embedder of the questions.
+        threshold: Lowest cosine at which the closest exchange is replayed.
+        exclude: Exchange indices not to replay (validation leaves the asked exchange out with it).
+    """
+
+    turns: Sequence[Turn]
+    embedder: TextEmbedder
+    threshold: float
+    exclude: frozenset[int] = frozenset()
+    log: list[SimulatedExchange] = field(default_factory=list)
+    calls: UsageRecord = field(default_factory=lambda: UsageRecord.calls(by_tag=True))
+
+    def __post_init__(self) -> None:
+        self.exchanges = [x for x in transcript_exchanges(self.turns) if x.index not in self.exclude]
+        self._keys: np.ndarray | None = None
+
+    def match(self, question: str) -> tuple[Exchange | None, float]:
+        """The closest exchange and its cosine (None when the transcript has no exchange)."""
+        if not self.exchanges:
+            return None, 0.0
+        if self._keys is None:
+            self._keys = np.asarray(
+                self.embedder.encode([x.doctor for x in self.exchanges]), dtype=np.float32
+            )
+        q = np.asarray(self.embedder.encode([question]), dtype=np.float32)
+        sims = cosine_matrix(q, self._keys)[0]
+        i = int(np.argmax(sims))
+        return self.exchanges[i], float(sims[i])
+
+    async def answer(self, question: str) -> str:
+        x, sim = self.match(question)
+        if x is None or sim < self.threshold:
+            self.log.append(SimulatedExchange(question, NO_ANSWER, f"no exchange (best cosine {sim:.3f})"))
+            return NO_ANSWER
+        self.log.append(
+            SimulatedExchange(question, x.patient, f"Doctor: {x.doctor}", source_turns=x.patient_turns)
+        )
+        return x.patient
