@@ -29,7 +29,13 @@ from medagent.report.tables import (
     table3,
     top_r_table,
 )
-from medagent.report.usage import DISTRIBUTION_TOOLS, PAPER_TOOLS, tool_distribution_table, tool_usage_table
+from medagent.report.usage import (
+    DISTRIBUTION_TOOLS,
+    PAPER_TOOLS,
+    cost_by_call_table,
+    tool_distribution_table,
+    tool_usage_table,
+)
 
 REPORT = "report.md"
 
@@ -153,6 +159,7 @@ def build_report(
             tool_usage_table(selected, opts.tool_modes, opts.tools),
             tool_distribution_table(selected, opts.tool_modes, opts.distribution_tools),
             cost_table(runs),
+            cost_by_call_table(runs),
             flip_table(selected, opts.flip_baseline, opts.flip_treatment),
             gate,
             gate_curve,
@@ -211,7 +218,7 @@ def render(
     )
     parts.append(tables["fig3_top_r"].to_markdown())
     parts.append("## Cost, latency and flips\n")
-    parts += [tables[n].to_markdown() for n in ("cost_latency", "flips")]
+    parts += [tables[n].to_markdown() for n in ("cost_latency", "cost_by_call", "flips")]
     parts.append("## Confidence gate: search only when it helps\n")
     parts.append(
         _figure_section("Accuracy vs cost per question", figs["gate_pareto"], out_dir, "no agent=gated run")
