@@ -206,6 +206,9 @@ class ClusterLLMConfig:
     # reuses it, ``pipelines.common.run_llm_app``) instead of shutting Serve down; a local cluster the
     # pipeline started always goes with it.
     keep_app: bool = False
+    # vLLM with replicas > 1: route each request to the replica whose prefix cache holds its conversation
+    # (ray.serve.llm's PrefixCacheAffinityRouter) instead of Serve's load-only default.
+    prefix_router: bool = True
 
     def __post_init__(self) -> None:
         coerce_choices(self, "cluster.llm")
