@@ -51,6 +51,8 @@ class LLMConfig:
     n_ctx: int = 8192
     n_parallel: int = 2
     n_threads: int = 2
+    # llama.cpp: pin each conversation to one slot (medagent.llm.llamacpp.LlamaCppSettings.slot_affinity).
+    slot_affinity: bool = False
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     max_model_len: int = 32768
