@@ -86,14 +86,58 @@ def _engine(llm: Any) -> LlamaCppEngine:
     return LlamaCppEngine(resolve_model(llm.model.spec()), llamacpp_settings(llm), name=llm.served_name)
 
 
+class _LocalRetriever:
+    """The retriever deployment's search (``actors.retrieval_servers.RetrieverServer``) without Serve: one
+    request, one search, in a thread; the agent reaches it through the same client as the deployment."""
+
+    def __init__(self, index_dir: str, cfg: Any) -> None:
+        from medagent.retrieval.search import Searcher
+
+        self.cfg = cfg
+        self.searcher = Searcher(index_dir, use_gpu=False)
+
+    async def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        from medagent.api import RetrieveRequest, RetrieveResponse
+
+        r = RetrieveRequest.model_validate(body)
+        mode = r.mode or self.cfg.mode
+        parents = self.cfg.return_parents if r.return_parents is None else r.return_parents
+        sources = list(r.sources) if r.sources else None
+
+        def search() -> dict[str, Any]:
+            ranked = self.searcher.search({"0": r.query}, r.top_k, sources, mode, parents)["0"]
+            docs = self.searcher.documents(list(ranked), ranked)
+            return RetrieveResponse(query_id=r.query_id, results=ranked, documents=docs).model_dump()
+
+        return await asyncio.to_thread(search)
+
+
+class _LocalReranker:
+    """The reranker deployment's scoring (``actors.retrieval_servers.RerankerServer``) without Serve."""
+
+    def __init__(self, cfg: Any) -> None:
+        from medagent.retrieval.rerank import EmbeddingReranker
+
+        self.cfg = cfg
+        self.reranker = EmbeddingReranker(cfg)
+
+    async def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        from medagent.api import RerankRequest, RerankResponse
+
+        r = RerankRequest.model_validate(body)
+        top_r = r.top_r or self.cfg.top_r
+        scored = await asyncio.to_thread(self.reranker.rerank_many, [(r.query, r.candidates)], top_r)
+        return RerankResponse(results=scored[0]).model_dump()
+
+
 def _services(cfg: Any) -> dict[str, Any]:
-    """The retriever and reranker of ``cfg``, in this process: the deployments' classes, called directly."""
-    from actors.retrieval_servers import RerankerServer, RetrieverServer
+    """The retriever and reranker of ``cfg``, in this process, behind the clients the workers use."""
     from medagent.agent.remote_services import RemoteReranker, RemoteRetriever
 
-    retriever = RetrieverServer(cfg.index_dir, asdict(cfg.retriever))
-    reranker = RerankerServer(asdict(cfg.reranker))
-    return {"retriever": RemoteRetriever(retriever.retrieve), "reranker": RemoteReranker(reranker.rerank)}
+    return {
+        "retriever": RemoteRetriever(_LocalRetriever(cfg.index_dir, cfg.retriever)),
+        "reranker": RemoteReranker(_LocalReranker(cfg.reranker)),
+    }
 
 
 async def _qa(
@@ -122,6 +166,7 @@ async def _qa(
 async def _history(cfg: Any, engine: LlamaCppEngine, n: int) -> ArmResult:
     from actors.common import text_embedder
     from medagent.history import build_history_agent
+    from medagent.history.agent.modes import needs_history_retrieval
     from medagent.history.evaluation.runner import evaluate_interview
     from medagent.interview.sources import load_interviews
     from medagent.llm.base import LLMError
@@ -130,12 +175,14 @@ async def _history(cfg: Any, engine: LlamaCppEngine, n: int) -> ArmResult:
                            prefix=cfg.interviews.prefix, ids=list(cfg.interviews.ids), limit=n)  # fmt: skip
     embedder = text_embedder(asdict(cfg.embedder) if cfg.embedder else None)
     retriever = None
-    if cfg.agent.mode == "amq" or "retrieval" in str(cfg.agent.mode):
-        from actors.retrieval_servers import RetrieverServer
+    if needs_history_retrieval(cfg.agent):
         from medagent.agent.remote_services import RemoteRetriever
 
-        if Path(cfg.index_dir).exists():
-            retriever = RemoteRetriever(RetrieverServer(cfg.index_dir, asdict(cfg.retriever)).retrieve)
+        if not Path(cfg.index_dir).exists():
+            raise SystemExit(
+                f"{cfg.index_dir}: no guideline index (`make guidelines-index`, or --guidelines-dir)"
+            )
+        retriever = RemoteRetriever(_LocalRetriever(cfg.index_dir, cfg.retriever))
     cfg.agent.generation.json_schema = cfg.agent.generation.json_schema and cfg.llm.supports_json_schema
     agent = build_history_agent(cfg.agent, engine, retriever, embedder)
     gate = asyncio.Semaphore(cfg.agent.max_concurrency)
