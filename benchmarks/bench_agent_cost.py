@@ -15,7 +15,7 @@ and reranker over ``--index-dir`` (the retrieval deployments' own classes), ques
 time (default: the arm's slots); the history-taking agent (``run_interviews``' config, ``--interviews``
 interviews of ``--turns`` turns) with its patient simulator, as ``pipelines.run_interviews`` runs them.
 
-- old: the settings before the cost work: ``agent.loop.cap_outputs=false`` (unbounded tool replies) and
+- old: the settings before the cost work: ``agent.cap_outputs=false`` (unbounded tool replies) and
   llama.cpp's previous defaults (``--old-llm``: 2 slots, no slot affinity, llama.cpp's batch sizes);
 - new: the package defaults (``conf/llm/<--llm>.yaml``, bounded replies) plus ``--new-llm``.
 
@@ -59,7 +59,7 @@ from pipelines.submit import compose_pipeline_config  # noqa: E402
 # llama.cpp's settings before this change (conf/llm/qwen2.5-coder-1.5b-cpu.yaml then): 2 slots of 8,192
 # tokens, no affinity, the engine's own batch sizes.
 OLD_LLM = ["llm.n_ctx=16384", "llm.n_parallel=2", "llm.n_threads=2", "llm.slot_affinity=false"]
-OLD_QA = ["agent.loop.cap_outputs=false"]
+OLD_QA = ["agent.cap_outputs=false"]
 DETERMINISTIC = ["agent.sampling.temperature=0.0"]
 # The interview record's figures compared old vs new, where the record has them (``InterviewRecord``; a
 # ``fact_recall`` figure is read when the record carries one).
@@ -152,7 +152,11 @@ async def _qa(
 
     async def one(q: Any) -> Prediction:
         async with gate:
-            return await agent.answer(q)
+            pred = await agent.answer(q)
+        u = UsageRecord.from_dict(pred.usage)
+        print(f"  {q.id}: {pred.latency_s:.0f} s, {u.llm_calls} calls, {u.prompt_tokens} sent, "
+              f"{u.evaluated_tokens} evaluated, {u.completion_tokens} decoded", flush=True)  # fmt: skip
+        return pred
 
     start = time.perf_counter()
     preds = await asyncio.gather(*(one(q) for q, _ in data.pairs))
@@ -191,8 +195,10 @@ async def _history(cfg: Any, engine: LlamaCppEngine, n: int) -> ArmResult:
         async with gate:
             try:
                 row = await evaluate_interview(iv, agent, engine, cfg.eval, embedder=embedder)
-            except LLMError:
+            except LLMError as exc:
+                print(f"  {iv.id}: {exc}", flush=True)
                 return None
+            print(f"  {iv.id}: {row.outcome()}", flush=True)
             return row.to_dict()
 
     start = time.perf_counter()
@@ -287,7 +293,7 @@ def main() -> None:
         engine = _engine(qa_cfg.llm)
         print(f"[{name}] engine loaded in {time.perf_counter() - load:.0f} s: n_parallel={qa_cfg.llm.n_parallel}, "
               f"n_ctx={qa_cfg.llm.n_ctx}, affinity={qa_cfg.llm.slot_affinity}, engine_kwargs={qa_cfg.llm.engine_kwargs}, "
-              f"cap_outputs={qa_cfg.agent.loop.cap_outputs}", flush=True)  # fmt: skip
+              f"cap_outputs={qa_cfg.agent.cap_outputs}", flush=True)  # fmt: skip
         try:
             if args.questions:
                 in_flight = args.in_flight or qa_cfg.llm.n_parallel

@@ -1,4 +1,4 @@
-"""The QA tools' reply schemas: every free-text field bounded (agent.loop.cap_outputs), every output of the
+"""The QA tools' reply schemas: every free-text field bounded (agent.cap_outputs), every output of the
 paper's tools kept, and ``cap_outputs=false`` sending the unbounded schemas."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def test_perform_comparison_sends_the_schema_its_config_asks_for(cap: bool) -> N
             from tests.configs import agent_config
 
             base = agent_config()
-            self.cfg = replace(base, loop=replace(base.loop, cap_outputs=cap))
+            self.cfg = replace(base, cap_outputs=cap)
 
         def options(self) -> dict[str, str]:
             return dict(Q.options or {})

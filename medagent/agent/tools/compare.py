@@ -11,7 +11,7 @@ from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 from medagent.llm.structured import Output, Text, capped_list, capped_text, enum_str
 
 QUESTION_CHARS = 4000
-# The capped reply (agent.loop.cap_outputs): each side of an option's comparison is one clause of findings,
+# The capped reply (agent.cap_outputs): each side of an option's comparison is one clause of findings,
 # the verdict one of the prompt's three words; a row per option, at most MAX_ROWS options.
 ROW_CHARS = 100
 VERDICTS = ("likely", "possible", "unlikely")
@@ -74,7 +74,7 @@ class PerformComparison(Tool):
             options = options_arg(given)
         if not options:
             raise ToolError(ctx.say("compare_no_options"))
-        output = CappedCompareReply if ctx.cfg.loop.cap_outputs else CompareReply
+        output = CappedCompareReply if ctx.cfg.cap_outputs else CompareReply
         reply = await ctx.ask("qa_compare", output, question=question, options=options)
         if reply is None or not reply.comparison:
             return ToolResult(ctx.say("compare_failed"), {"rows": 0})

@@ -12,7 +12,7 @@ from medagent.agent.toolargs import ToolError, doc_handles
 from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 from medagent.llm.structured import Output, Text, capped_list, capped_text
 
-# The capped reply (agent.loop.cap_outputs): a quote is a passage of a few sentences (a cut quote is still
+# The capped reply (agent.cap_outputs): a quote is a passage of a few sentences (a cut quote is still
 # verbatim, and is verified like any), at most two per document of a full batch.
 QUOTE_CHARS = 400
 MAX_QUOTES = 8
@@ -93,7 +93,7 @@ class LocateEvidence(Tool):
         docs = [(h, memory.doc(h)) for h in ok]
         reply = await ctx.ask(
             "qa_locate",
-            CappedLocateReply if ctx.cfg.loop.cap_outputs else LocateReply,
+            CappedLocateReply if ctx.cfg.cap_outputs else LocateReply,
             question=ctx.question.text,
             options=ctx.options(),
             documents=documents_block(docs, ctx.cfg.loop.doc_max_chars),

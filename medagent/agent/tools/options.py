@@ -11,7 +11,7 @@ from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 from medagent.agent.tools.compare import QUESTION_CHARS
 from medagent.llm.structured import Output, capped_list, capped_text
 
-# A candidate answer is a diagnosis or a treatment, a few words (agent.loop.cap_outputs).
+# A candidate answer is a diagnosis or a treatment, a few words (agent.cap_outputs).
 OPTION_CHARS = 80
 MAX_OPTIONS = 10
 
@@ -50,7 +50,7 @@ class GenerateOptions(Tool):
         question = text_arg(args, "question", default=ctx.question.text)
         reply = await ctx.ask(
             "qa_generate_options",
-            CappedOptionsReply if ctx.cfg.loop.cap_outputs else OptionsReply,
+            CappedOptionsReply if ctx.cfg.cap_outputs else OptionsReply,
             question=question,
             n_options=ctx.cfg.loop.n_options,
         )

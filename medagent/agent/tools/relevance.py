@@ -13,7 +13,7 @@ from medagent.agent.tools.base import NoArgs, Tool, ToolContext, ToolResult
 from medagent.llm.structured import Output, Text, capped_list, capped_text
 
 _LISTS = ("judgements", "documents", "results")
-# The capped reply (agent.loop.cap_outputs): a verdict's reason is one short sentence, shown to the agent
+# The capped reply (agent.cap_outputs): a verdict's reason is one short sentence, shown to the agent
 # beside the verdict; a judgement per document of the batch (at most MAX_BATCH).
 REASON_CHARS = 100
 MAX_BATCH = 16
@@ -90,7 +90,7 @@ class RelevanceAnalysis(Tool):
         docs = [(h, memory.doc(h)) for h in batch]
         reply = await ctx.ask(
             "qa_relevance",
-            CappedRelevanceReply if ctx.cfg.loop.cap_outputs else RelevanceReply,
+            CappedRelevanceReply if ctx.cfg.cap_outputs else RelevanceReply,
             question=ctx.question.text,
             options=ctx.options(),
             documents=documents_block(docs, ctx.cfg.loop.doc_max_chars),
