@@ -13,6 +13,11 @@ from typing import Any
 from medagent.config import ClusterConfig, LLMConfig
 from medagent.models import ModelNotFoundError, resolve_model
 
+# Serve's request router that sends a request to the replica whose prefix tree matches its prompt most (the
+# replica whose vLLM prefix cache holds the conversation so far), falling back to power-of-two choices when
+# the replicas' queues are imbalanced.
+PREFIX_ROUTER = "ray.serve.llm.request_router.PrefixCacheAffinityRouter"
+
 
 def vllm_llm_config(llm: LLMConfig, cluster: ClusterConfig) -> Any:
     """Builds a ``ray.serve.llm.LLMConfig`` from our typed config."""
@@ -54,6 +59,15 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
         "tensor_parallel_size": llm.tensor_parallel_size,
         "pipeline_parallel_size": llm.pipeline_parallel_size,
         "max_model_len": llm.max_model_len,
+        # An agent resends its whole conversation every turn: the prefix cache is what makes that cheap.
+        # Explicit, so a vLLM whose default changes keeps it.
+        "enable_prefix_caching": True,
+        # usage.prompt_tokens_details.cached_tokens in every response (medagent.llm.base.parse_usage).
+        "enable_prompt_tokens_details": True,
+        # One sequence per request Serve may hand this replica (cluster.llm.max_ongoing_requests, sized in
+        # conf/cluster/*.yaml as workers x questions in flight per worker / replicas, with headroom): no
+        # request the router sent waits inside vLLM for a batch slot.
+        "max_num_seqs": cluster.llm.max_ongoing_requests,
         **llm.engine_kwargs,
     }
     if cluster.llm.gpu_memory_utilization is not None:
@@ -78,6 +92,20 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
         # bundle it asks for that fraction, and the rest of each GPU stays free for the retriever, reranker
         # and scoring actors (conf/cluster/paper_node_*.yaml).
         extra["runtime_env"] = {"env_vars": {"VLLM_RAY_PER_WORKER_GPUS": str(worker_gpus)}}
+    deployment_config: dict[str, Any] = {
+        "autoscaling_config": {
+            "min_replicas": cluster.llm.replicas,
+            "max_replicas": cluster.llm.replicas,
+        },
+        "max_ongoing_requests": cluster.llm.max_ongoing_requests,
+        # As the CPU LLM (actors.builder.llm_deployment_options): one access-log line per call drowns
+        # the driver's output; Serve's metrics still count every request.
+        "logging_config": {"enable_access_log": False},
+    }
+    if cluster.llm.replicas > 1 and cluster.llm.prefix_router:
+        # A conversation's next turn goes where its prefix is cached; Serve's default (power of two
+        # choices) spreads an agent's turns over the replicas and recomputes the prefix on each.
+        deployment_config["request_router_config"] = {"request_router_class": PREFIX_ROUTER}
     return dict(
         **extra,
         model_loading_config={
@@ -85,16 +113,7 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
             "model_source": source if source is not None else model_source(llm),
         },
         engine_kwargs=engine_kwargs,
-        deployment_config={
-            "autoscaling_config": {
-                "min_replicas": cluster.llm.replicas,
-                "max_replicas": cluster.llm.replicas,
-            },
-            "max_ongoing_requests": cluster.llm.max_ongoing_requests,
-            # As the CPU LLM (actors.builder.llm_deployment_options): one access-log line per call drowns
-            # the driver's output; Serve's metrics still count every request.
-            "logging_config": {"enable_access_log": False},
-        },
+        deployment_config=deployment_config,
     )
 
 

@@ -18,7 +18,7 @@ from ray import serve
 from actors.http_edge import harden
 from medagent.api import ChatCompletionRequest
 from medagent.config import LLMConfig, to_dataclass
-from medagent.llm.llamacpp import LlamaCppEngine, LlamaCppSettings
+from medagent.llm.llamacpp import LlamaCppEngine, llamacpp_settings
 from medagent.models import resolve_model
 
 log = logging.getLogger(__name__)
@@ -36,13 +36,7 @@ EngineFactory = Callable[[LLMConfig], Engine]
 
 def llamacpp_engine(cfg: LLMConfig) -> LlamaCppEngine:
     """The default engine: the model resolved (local path -> PyPI-shipped -> hub) and loaded in llama.cpp."""
-    settings = LlamaCppSettings(
-        n_ctx=cfg.n_ctx,
-        n_parallel=cfg.n_parallel,
-        n_threads=cfg.n_threads,
-        engine_kwargs=cfg.engine_kwargs,
-    )
-    return LlamaCppEngine(resolve_model(cfg.model.spec()), settings, name=cfg.served_name)
+    return LlamaCppEngine(resolve_model(cfg.model.spec()), llamacpp_settings(cfg), name=cfg.served_name)
 
 
 class LlamaCppServer:

@@ -207,17 +207,7 @@ class Episode:
     # ------------------------------------------------------------------------------------------ cost
     def llm(self, resp: ChatResponse) -> dict[str, Any]:
         """Counts one LLM call; returns its trace fields."""
-        c = self.counts
-        c.prompt_tokens += resp.usage.prompt_tokens
-        c.completion_tokens += resp.usage.completion_tokens
-        c.llm_calls += 1
-        c.llm_s += resp.latency_s
-        return {
-            "latency_s": round(resp.latency_s, 4),
-            "prompt_tokens": resp.usage.prompt_tokens,
-            "completion_tokens": resp.usage.completion_tokens,
-            "finish_reason": resp.finish_reason,
-        }
+        return self.counts.add(resp)
 
     def retrieval(self, seconds: float) -> None:
         self.counts.retrieval_calls += 1
@@ -245,9 +235,14 @@ class Episode:
             completion_tokens=c.completion_tokens,
             llm_calls=c.llm_calls,
             llm_s=c.llm_s,
+            cached_tokens=c.calls.cached_tokens,
+            evaluated_tokens=c.calls.evaluated_tokens,
+            prompt_s=c.calls.prompt_s,
+            decode_s=c.calls.decode_s,
             tool_calls=self.tool_calls,
             retrieval_calls=c.retrieval_calls,
             retrieval_s=c.retrieval_s,
+            by_tag=c.calls.by_tag,
         ).to_dict()
 
     # ------------------------------------------------------------------------------ context budget

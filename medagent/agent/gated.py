@@ -40,6 +40,7 @@ def part_cost(attempts: Sequence[Attempt], wall_s: float) -> dict[str, Any]:
     return {
         "llm_calls": len(attempts),
         "prompt_tokens": sum(a.response.usage.prompt_tokens for a in attempts),
+        "evaluated_tokens": UsageRecord.of_responses(a.response for a in attempts).evaluated_tokens,
         "completion_tokens": sum(a.response.usage.completion_tokens for a in attempts),
         "wall_s": round(wall_s, 4),
     }
@@ -51,6 +52,7 @@ def prediction_cost(pred: Prediction) -> dict[str, Any]:
     return {
         "llm_calls": usage.llm_calls or 0,
         "prompt_tokens": usage.prompt_tokens or 0,
+        "evaluated_tokens": usage.evaluated_tokens,
         "completion_tokens": usage.completion_tokens or 0,
         "wall_s": round(pred.latency_s, 4),
     }

@@ -10,6 +10,7 @@ from medagent.agent.answers import answer_schema, parse_choice
 from medagent.agent.base import register_agent
 from medagent.agent.episode import Episode, FinalAnswer
 from medagent.agent.services import AgentDeps
+from medagent.agent.trace import call_fields
 from medagent.config import AgentConfig
 from medagent.llm.base import ChatModel, ChatResponse
 from medagent.llm.usage import UsageRecord
@@ -52,11 +53,7 @@ class StandaloneAgent:
             answer=attempts[-1].answer,
             raw=final.content,
             trace=episode.trace(),
-            # Tokens only: the report counts this agent's calls from its trace.
-            usage=UsageRecord(
-                prompt_tokens=sum(a.response.usage.prompt_tokens for a in attempts),
-                completion_tokens=sum(a.response.usage.completion_tokens for a in attempts),
-            ).to_dict(),
+            usage=UsageRecord.of_responses((a.response for a in attempts), by_tag=True).to_dict(),
             latency_s=time.perf_counter() - start,
         )
 
@@ -106,14 +103,7 @@ class Attempt:
 
     def fields(self) -> dict[str, Any]:
         """Its trace fields (those the standalone agent has always written)."""
-        resp = self.response
-        return {
-            "latency_s": round(resp.latency_s, 4),
-            "prompt_tokens": resp.usage.prompt_tokens,
-            "completion_tokens": resp.usage.completion_tokens,
-            "finish_reason": resp.finish_reason,
-            "constrained": self.constrained,
-        }
+        return {**call_fields(self.response), "constrained": self.constrained}
 
 
 @register_agent("standalone")

@@ -51,6 +51,8 @@ class LLMConfig:
     n_ctx: int = 8192
     n_parallel: int = 2
     n_threads: int = 2
+    # llama.cpp: pin each conversation to one slot (medagent.llm.llamacpp.LlamaCppSettings.slot_affinity).
+    slot_affinity: bool = False
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     max_model_len: int = 32768
@@ -222,6 +224,9 @@ class ClusterLLMConfig:
     # reuses it, ``pipelines.common.run_llm_app``) instead of shutting Serve down; a local cluster the
     # pipeline started always goes with it.
     keep_app: bool = False
+    # vLLM with replicas > 1: route each request to the replica whose prefix cache holds its conversation
+    # (ray.serve.llm's PrefixCacheAffinityRouter) instead of Serve's load-only default.
+    prefix_router: bool = True
 
     def __post_init__(self) -> None:
         coerce_choices(self, "cluster.llm")

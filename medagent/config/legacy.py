@@ -94,6 +94,9 @@ QA_ADDED_DEFAULTS: dict[str, Any] = {
     "recipe.item_suffix": "",
     "recipe.memory": "cache_prune",
     "agent.loop.feedback": "qa_tools",
+    # Tool replies were unbounded and a conversation took any free slot.
+    "agent.cap_outputs": False,
+    "llm.slot_affinity": False,
 }
 
 

@@ -165,6 +165,10 @@ class AgentConfig:
     max_concurrency: int = 4
     prompt: str = "standalone_mc"
     prompt_open: str = "standalone_open"
+    # Bound every free-text field of the tools' JSON replies in their schemas (maxLength / maxItems, the
+    # sizes in medagent/agent/tools/): constrained decoding stops there instead of at tool_max_tokens.
+    # False restores the unbounded schemas (benchmarks/bench_agent_cost.py's old arm).
+    cap_outputs: bool = True
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     answer: FinalAnswerConfig = field(default_factory=FinalAnswerConfig)
     loop: ToolLoopConfig = field(default_factory=ToolLoopConfig)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 
@@ -35,8 +35,25 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
+    """Token counts and engine timings of one call; a figure the backend does not report is None, not 0.
+
+    Attributes:
+        prompt_tokens: Prompt tokens sent.
+        completion_tokens: Tokens decoded.
+        cached_tokens: Prompt tokens served from the engine's prefix cache (llama.cpp ``timings.cache_n``,
+            OpenAI/vLLM ``usage.prompt_tokens_details.cached_tokens``).
+        evaluated_tokens: Prompt tokens the engine computed (llama.cpp ``timings.prompt_n``; else sent minus
+            cached where cached is reported).
+        prompt_ms: Engine time reading the prompt (llama.cpp ``timings.prompt_ms``).
+        decode_ms: Engine time decoding (llama.cpp ``timings.predicted_ms``).
+    """
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int | None = None
+    evaluated_tokens: int | None = None
+    prompt_ms: float | None = None
+    decode_ms: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -70,6 +87,8 @@ class ChatResponse:
         finish_reason: ``stop``, ``length``, ``tool_calls``... as reported.
         latency_s: Wall time of the request as measured by the caller.
         model: Model name the backend reported.
+        prompt: Name of the prompt the request was rendered from (``ChatModel.chat(prompt=...)``); usage is
+            counted by it.
         logprobs: Per-token log-probabilities of ``content`` when they were asked for (``top_logprobs``)
             and the backend returned them; empty otherwise.
     """
@@ -81,6 +100,7 @@ class ChatResponse:
     latency_s: float = 0.0
     model: str = ""
     logprobs: tuple[TokenLogprob, ...] = field(default_factory=tuple)
+    prompt: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,6 +191,36 @@ def _parse_logprobs(choice: dict[str, Any]) -> tuple[TokenLogprob, ...]:
     return tuple(out)
 
 
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def parse_usage(payload: dict[str, Any]) -> Usage:
+    """``usage`` (and llama.cpp's ``timings``) of a completion; what the backend leaves out stays None."""
+    usage: dict[str, Any] = payload.get("usage") or {}
+    timings: dict[str, Any] = payload.get("timings") or {}
+    details = usage.get("prompt_tokens_details")
+    sent = int(usage.get("prompt_tokens") or 0)
+    cached = _int(timings.get("cache_n"))
+    if cached is None and isinstance(details, dict):
+        cached = _int(details.get("cached_tokens"))
+    evaluated = _int(timings.get("prompt_n"))
+    if evaluated is None and cached is not None:
+        evaluated = max(sent - cached, 0)
+    return Usage(
+        prompt_tokens=sent,
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cached_tokens=cached,
+        evaluated_tokens=evaluated,
+        prompt_ms=_float(timings.get("prompt_ms")),
+        decode_ms=_float(timings.get("predicted_ms")),
+    )
+
+
 def parse_chat_completion(payload: dict[str, Any], latency_s: float = 0.0) -> ChatResponse:
     """Parses an OpenAI chat-completion response dict.
 
@@ -199,14 +249,10 @@ def parse_chat_completion(payload: dict[str, Any], latency_s: float = 0.0) -> Ch
         else:
             parsed = args or {}
         calls.append(ToolCall(name=str(fn.get("name", "")), arguments=parsed, id=str(raw.get("id", ""))))
-    usage = payload.get("usage") or {}
     return ChatResponse(
         content=message.get("content") or "",
         tool_calls=tuple(calls),
-        usage=Usage(
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        ),
+        usage=parse_usage(payload),
         finish_reason=str(choice.get("finish_reason") or ""),
         latency_s=latency_s,
         model=str(payload.get("model", "")),
@@ -253,7 +299,8 @@ class CompletionChatModel:
         )
         start = time.perf_counter()
         payload = await self.send(body, prompt or "")
-        return parse_chat_completion(payload, latency_s=time.perf_counter() - start)
+        resp = parse_chat_completion(payload, latency_s=time.perf_counter() - start)
+        return replace(resp, prompt=prompt or "")
 
     async def send(self, body: dict[str, Any], prompt: str) -> dict[str, Any]:
         """Sends ``body``; the prompt's name stays on this side of the wire (a scripted fake reads it)."""

@@ -8,12 +8,17 @@ directly. xllamacpp is imported lazily so the library imports without the ``cpu`
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medagent.config import LLMConfig
 from medagent.llm.base import CompletionChatModel, LLMError
 
 log = logging.getLogger(__name__)
@@ -30,7 +35,59 @@ class LlamaCppSettings:
     seed: int = 0
     # llama.cpp logs every slot event at INFO; 0 keeps warnings and errors only.
     verbosity: int = 0
+    # Pin each conversation to one slot (``id_slot``, chosen from its opening messages) so its next turn
+    # finds its prefix in that slot's KV cache; off, llama.cpp picks the idle slot with the most similar
+    # prompt (``slot_prompt_similarity``) and restores evicted prompts from its RAM cache (``cache_ram_mib``).
+    slot_affinity: bool = False
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def llamacpp_settings(cfg: LLMConfig) -> LlamaCppSettings:
+    """The engine settings of an ``llm`` config (``llm.n_ctx``, ``n_parallel``, ``n_threads``, ...)."""
+    return LlamaCppSettings(
+        n_ctx=cfg.n_ctx,
+        n_parallel=cfg.n_parallel,
+        n_threads=cfg.n_threads,
+        slot_affinity=cfg.slot_affinity,
+        engine_kwargs=dict(cfg.engine_kwargs),
+    )
+
+
+# Messages that identify a conversation: the instructions and the first request (an agent's later turns
+# append to them; a tool's own call starts a different conversation).
+AFFINITY_MESSAGES = 2
+# Conversations remembered by the slot map (oldest forgotten first).
+AFFINITY_MEMORY = 4096
+
+
+class SlotMap:
+    """Pins conversations to slots: a new conversation gets the slot holding the fewest remembered
+    conversations (a hash would put two of a handful on one slot and leave another idle)."""
+
+    def __init__(self, n_slots: int) -> None:
+        self.n_slots = max(n_slots, 1)
+        self._slots: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(messages: list[dict[str, Any]]) -> str:
+        text = json.dumps(messages[:AFFINITY_MESSAGES], sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+    def slot(self, messages: list[dict[str, Any]]) -> int:
+        key = self.key(messages)
+        with self._lock:
+            if key in self._slots:
+                self._slots.move_to_end(key)
+                return self._slots[key]
+            load = [0] * self.n_slots
+            for s in self._slots.values():
+                load[s] += 1
+            chosen = load.index(min(load))
+            self._slots[key] = chosen
+            if len(self._slots) > AFFINITY_MEMORY:
+                self._slots.popitem(last=False)
+            return chosen
 
 
 class LlamaCppEngine(CompletionChatModel):
@@ -62,6 +119,7 @@ class LlamaCppEngine(CompletionChatModel):
             setattr(params, key, value)
         start = time.perf_counter()
         self._server = xllamacpp.Server(params)
+        self._slot_map = SlotMap(s.n_parallel) if s.slot_affinity else None
         self.model = name or Path(model_path).name
         self.load_s = time.perf_counter() - start
         log.info(
@@ -71,6 +129,8 @@ class LlamaCppEngine(CompletionChatModel):
     def complete_sync(self, body: dict[str, Any]) -> dict[str, Any]:
         """Answers one OpenAI request body (blocking); malformed requests raise ``ValueError``."""
         body = {**body, "model": self.model}
+        if self._slot_map is not None and "id_slot" not in body:
+            body["id_slot"] = self._slot_map.slot(body.get("messages") or [])
         result = self._server.handle_chat_completions(body)
         if not isinstance(result, dict):
             raise LLMError(f"llama.cpp returned {type(result).__name__}, expected a dict")

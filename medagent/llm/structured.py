@@ -57,6 +57,11 @@ def capped_str(max_length: int) -> Any:
     return Annotated[str, Field(json_schema_extra={"maxLength": max_length})]
 
 
+def capped_text(max_length: int) -> Any:
+    """``Text`` (a number or other scalar read as its text) that the schema caps at ``max_length`` characters."""
+    return Annotated[str, BeforeValidator(_as_text), Field(json_schema_extra={"maxLength": max_length})]
+
+
 def capped_list(item: Any, max_items: int) -> Any:
     """A list the schema caps at ``max_items`` items while reading accepts any number (as ``capped_str``)."""
     return Annotated[list[item], Field(json_schema_extra={"maxItems": max_items})]  # type: ignore[valid-type]

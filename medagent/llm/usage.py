@@ -21,9 +21,13 @@ from medagent.llm.base import ChatResponse, Usage
 # kept in seconds and written as whole milliseconds.
 _ATTRS = {
     "prompt_tokens": "prompt_tokens",
+    "cached_tokens": "cached_tokens",
+    "evaluated_tokens": "evaluated_tokens",
     "completion_tokens": "completion_tokens",
     "llm_calls": "llm_calls",
     "llm_ms": "llm_s",
+    "prompt_ms": "prompt_s",
+    "decode_ms": "decode_s",
     "tool_calls": "tool_calls",
     "retrieval_calls": "retrieval_calls",
     "retrieval_ms": "retrieval_s",
@@ -46,10 +50,15 @@ class UsageRecord:
     """Calls, tokens and time; ``by_tag`` has the same figures per kind of call (``call_kind``).
 
     Attributes:
-        prompt_tokens: Prompt tokens of every model call.
-        completion_tokens: Completion tokens of every model call.
+        prompt_tokens: Prompt tokens sent in every model call.
+        cached_tokens: Of those, tokens the engine served from its prefix cache (None: no backend reported
+            it; summed over the calls that did).
+        evaluated_tokens: Prompt tokens the engine computed (None as ``cached_tokens``).
+        completion_tokens: Tokens decoded in every model call.
         llm_calls: Model calls (malformed replies and their retries included).
         llm_s: Time spent in model calls (serialised as ``llm_ms``, whole milliseconds).
+        prompt_s: Engine time reading prompts (``prompt_ms``; None: not reported).
+        decode_s: Engine time decoding (``decode_ms``; None: not reported).
         tool_calls: Tool calls the QA agent made (None: the agent has no tools).
         retrieval_calls: Retrieval requests (None: not counted).
         retrieval_s: Time spent in retrieval (serialised as ``retrieval_ms``).
@@ -67,6 +76,10 @@ class UsageRecord:
     retrieval_s: float | None = None
     by_tag: dict[str, UsageRecord] | None = None
     errors: list[str] = field(default_factory=list, compare=False)
+    cached_tokens: int | None = None
+    evaluated_tokens: int | None = None
+    prompt_s: float | None = None
+    decode_s: float | None = None
 
     @classmethod
     def calls(cls, *, by_tag: bool = False) -> UsageRecord:
@@ -76,12 +89,19 @@ class UsageRecord:
         )
 
     @classmethod
-    def of_responses(cls, responses: Iterable[ChatResponse]) -> UsageRecord:
-        """The record of some model calls."""
-        out = cls.calls()
+    def of_responses(cls, responses: Iterable[ChatResponse], *, by_tag: bool = False) -> UsageRecord:
+        """The record of some model calls (with ``by_tag``, broken down by the prompt each was rendered from)."""
+        out = cls.calls(by_tag=by_tag)
         for r in responses:
-            out.add(r.usage, r.latency_s)
+            out.add(r.usage, r.latency_s, r.prompt or None)
         return out
+
+    @property
+    def hit_rate(self) -> float | None:
+        """Share of the prompt tokens sent that the engine's prefix cache served (None: not reported)."""
+        if self.cached_tokens is None or not self.prompt_tokens:
+            return None
+        return self.cached_tokens / self.prompt_tokens
 
     def add(self, usage: Usage, latency_s: float, tag: str | None = None) -> None:
         """Counts one model call (under ``call_kind(tag)`` too when the record is broken down)."""
@@ -89,6 +109,15 @@ class UsageRecord:
         self.completion_tokens = (self.completion_tokens or 0) + usage.completion_tokens
         self.llm_calls = (self.llm_calls or 0) + 1
         self.llm_s = (self.llm_s or 0.0) + latency_s
+        # A figure the backend did not report for this call leaves the record's as it is (None stays None).
+        if usage.cached_tokens is not None:
+            self.cached_tokens = (self.cached_tokens or 0) + usage.cached_tokens
+        if usage.evaluated_tokens is not None:
+            self.evaluated_tokens = (self.evaluated_tokens or 0) + usage.evaluated_tokens
+        if usage.prompt_ms is not None:
+            self.prompt_s = (self.prompt_s or 0.0) + usage.prompt_ms / 1000
+        if usage.decode_ms is not None:
+            self.decode_s = (self.decode_s or 0.0) + usage.decode_ms / 1000
         if self.by_tag is not None:
             self.by_tag.setdefault(call_kind(tag or "other"), UsageRecord.calls()).add(usage, latency_s)
 

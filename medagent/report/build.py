@@ -43,7 +43,13 @@ from medagent.report.tables import (
     table3,
     top_r_table,
 )
-from medagent.report.usage import DISTRIBUTION_TOOLS, PAPER_TOOLS, tool_distribution_table, tool_usage_table
+from medagent.report.usage import (
+    DISTRIBUTION_TOOLS,
+    PAPER_TOOLS,
+    cost_by_call_table,
+    tool_distribution_table,
+    tool_usage_table,
+)
 
 REPORT = "report.md"
 
@@ -171,6 +177,7 @@ def build_report(
             tool_usage_table(selected, opts.tool_modes, opts.tools),
             tool_distribution_table(selected, opts.tool_modes, opts.distribution_tools),
             cost_table(runs),
+            cost_by_call_table(runs),
             flip_table(selected, opts.flip_baseline, opts.flip_treatment),
             gate,
             gate_curve,
@@ -274,7 +281,7 @@ def render(
                   "lab_reference", "departures")
     ]  # fmt: skip
     parts.append("## Cost, latency and flips\n")
-    parts += [tables[n].to_markdown() for n in ("cost_latency", "flips")]
+    parts += [tables[n].to_markdown() for n in ("cost_latency", "cost_by_call", "flips")]
     parts.append("## Evidence by source\n")
     parts += [tables[n].to_markdown() for n in ("evidence_by_source", "gold_in_retrieved")]
     parts.append("## Confidence gate: search only when it helps\n")

@@ -27,7 +27,9 @@ from medagent.report.table import NA, Table, pct
 from medagent.types import INVALID, Gold, Prediction
 
 GATE_STEP = "gate"
-COST_KEYS = ("llm_calls", "prompt_tokens", "completion_tokens", "wall_s")
+COST_KEYS = ("llm_calls", "prompt_tokens", "evaluated_tokens", "completion_tokens", "wall_s")
+# Cost figures a backend may not report: absent stays None (not 0) through the arms' sums.
+OPTIONAL_COST = ("evaluated_tokens",)
 # The gate table's rows: the small CPU model's letter probabilities sit around 0.3-0.45, a large model's
 # near 1; the Pareto figure adds every distinct confidence of the run anyway.
 DEFAULT_THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.7, 0.9)
@@ -41,10 +43,10 @@ class GateRecord:
     benchmark: str
     confidence: float | None
     first_answer: str
-    first: dict[str, float]
-    check: dict[str, float]
+    first: dict[str, float | None]
+    check: dict[str, float | None]
     tools_answer: str | None
-    tools: dict[str, float] | None
+    tools: dict[str, float | None] | None
     error: str | None = None
 
     def confident(self, threshold: float) -> bool:
@@ -55,9 +57,11 @@ def gate_step(pred: Prediction) -> dict[str, Any] | None:
     return next((s for s in pred.trace if isinstance(s, dict) and s.get("kind") == GATE_STEP), None)
 
 
-def _cost(d: Any) -> dict[str, float]:
+def _cost(d: Any) -> dict[str, float | None]:
     d = d if isinstance(d, dict) else {}
-    return {k: float(d.get(k) or 0.0) for k in COST_KEYS}
+    return {
+        k: float(d[k]) if d.get(k) is not None else (None if k in OPTIONAL_COST else 0.0) for k in COST_KEYS
+    }
 
 
 def gate_records(predictions: Iterable[Prediction]) -> list[GateRecord]:
@@ -87,8 +91,12 @@ def gate_records(predictions: Iterable[Prediction]) -> list[GateRecord]:
     return out
 
 
-def _plus(*costs: dict[str, float]) -> dict[str, float]:
-    return {k: sum(c[k] for c in costs) for k in COST_KEYS}
+def _plus(*costs: dict[str, float | None]) -> dict[str, float | None]:
+    def total(k: str) -> float | None:
+        known = [v for c in costs if (v := c[k]) is not None]
+        return sum(known) if known else None
+
+    return {k: total(k) for k in COST_KEYS}
 
 
 def arm(records: Sequence[GateRecord], name: str, threshold: float | None = None) -> list[Prediction]:
@@ -112,11 +120,11 @@ def arm(records: Sequence[GateRecord], name: str, threshold: float | None = None
                 answer, cost = r.tools_answer, _plus(r.first, r.check, r.tools)
         else:
             raise ValueError(f"unknown arm {name!r} (threshold {threshold})")
-        usage = {k: int(cost[k]) for k in COST_KEYS if k != "wall_s"}
+        usage = {k: int(v) for k in COST_KEYS if k != "wall_s" and (v := cost[k]) is not None}
         out.append(
             Prediction(
                 id=r.id, benchmark=r.benchmark, answer=INVALID if r.error else answer, error=r.error,
-                usage=usage, latency_s=cost["wall_s"],
+                usage=usage, latency_s=cost["wall_s"] or 0.0,
             )
         )  # fmt: skip
     return out
@@ -167,6 +175,8 @@ def arm_record(
         "llm_calls": _mean([float(u.llm_calls or 0) for u in usages]),
         "tokens": _mean([float((u.prompt_tokens or 0) + (u.completion_tokens or 0)) for u in usages]),
         "prompt_tokens": _mean([float(u.prompt_tokens or 0) for u in usages]),
+        "evaluated_tokens": _mean([float(u.evaluated_tokens) for u in usages if u.evaluated_tokens is not None]),
+        "completion_tokens": _mean([float(u.completion_tokens or 0) for u in usages]),
         "wall_s": _mean([p.latency_s for p in preds]),
     }  # fmt: skip
 
@@ -269,11 +279,15 @@ def side_by_side(predictions: Iterable[Prediction], golds: Mapping[str, Gold], t
         )
     rows = sweep(predictions, golds, [threshold]) if records else []
     lines.append("")
-    lines.append(f"{'arm':<16} {'n':>3} {'accuracy':>8} {'LLM calls/q':>11} {'tokens/q':>9} {'wall s/q':>8}")
+    lines.append(
+        f"{'arm':<16} {'n':>3} {'accuracy':>8} {'LLM calls/q':>11} {'sent tok/q':>10} {'evaluated/q':>11} "
+        f"{'decoded/q':>9} {'wall s/q':>8}"
+    )
     for x in rows:
         name = x["arm"] if x["threshold"] is None else f"gated@{x['threshold']:g}"
         lines.append(
-            f"{name:<16} {x['n']:>3} {x['accuracy']:>8.3f} {_f(x['llm_calls'], 2):>11} {_f(x['tokens'], 0):>9} "
+            f"{name:<16} {x['n']:>3} {x['accuracy']:>8.3f} {_f(x['llm_calls'], 2):>11} "
+            f"{_f(x['prompt_tokens'], 0):>10} {_f(x['evaluated_tokens'], 0):>11} {_f(x['completion_tokens'], 0):>9} "
             f"{_f(x['wall_s'], 1):>8}"
         )
     return "\n".join(lines)

@@ -256,6 +256,7 @@ def cost_table(runs: Sequence[Run]) -> Table:
         "run",
         "n",
         "prompt tok",
+        "evaluated tok",
         "completion tok",
         "LLM calls",
         "tool calls",
@@ -271,6 +272,7 @@ def cost_table(runs: Sequence[Run]) -> Table:
             "n": len(preds),
             "errors": sum(p.error is not None for p in preds),
             "prompt_tokens": _mean([u.prompt_tokens for u in usages]),
+            "evaluated_tokens": _mean([u.evaluated_tokens for u in usages]),
             "completion_tokens": _mean([u.completion_tokens for u in usages]),
             "llm_calls": _mean([llm_calls(p) for p in preds]),
             "tool_calls": _mean([float(sum(tool_calls(p).values())) if u.tool_calls is None
@@ -285,7 +287,7 @@ def cost_table(runs: Sequence[Run]) -> Table:
             return NA if x is None else f"{x:.{d}f}"
 
         t.cells.append([
-            names[r.path], str(rec["n"]), f(rec["prompt_tokens"]), f(rec["completion_tokens"]),
+            names[r.path], str(rec["n"]), f(rec["prompt_tokens"]), f(rec["evaluated_tokens"]), f(rec["completion_tokens"]),
             f(rec["llm_calls"], 2), f(rec["tool_calls"], 2), f(rec["latency_s"], 2), f(rec["total_latency_s"], 1),
         ])  # fmt: skip
     if not runs:

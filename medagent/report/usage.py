@@ -13,7 +13,7 @@ from typing import Any
 
 from medagent.llm.usage import UsageRecord
 from medagent.report.loader import Run, labels
-from medagent.report.table import Table
+from medagent.report.table import NA, Table
 from medagent.types import Prediction
 
 ANSWER_TOOL = "final_answer"
@@ -169,4 +169,63 @@ def tool_distribution_table(
             )
     if not used:
         t.notes.append(f"no traced run of mode {', '.join(modes)}")
+    return t
+
+
+def _per(total: float | None, n: int) -> float | None:
+    return None if total is None or not n else total / n
+
+
+def call_kind_rows(usages: Sequence[UsageRecord]) -> list[dict[str, Any]]:
+    """Per kind of model call (``UsageRecord.by_tag``), then ``all``: calls, tokens sent / cached /
+    evaluated / decoded and seconds (wall, engine prompt, engine decode), each per question (or interview)
+    of ``usages``. A figure no call of a kind reported is None."""
+    n = len(usages)
+    kinds: dict[str, UsageRecord] = {}
+    for u in usages:
+        for kind, rec in (u.by_tag or {}).items():
+            kinds[kind] = kinds.get(kind, UsageRecord()) + rec
+    kinds["all"] = sum(usages, UsageRecord())
+    rows = []
+    for kind, u in kinds.items():
+        rows.append(
+            {"kind": kind, "n": n, "calls": _per(u.llm_calls, n), "sent": _per(u.prompt_tokens, n),
+             "cached": _per(u.cached_tokens, n), "evaluated": _per(u.evaluated_tokens, n),
+             "decoded": _per(u.completion_tokens, n), "llm_s": _per(u.llm_s, n),
+             "prompt_s": _per(u.prompt_s, n), "decode_s": _per(u.decode_s, n), "hit_rate": u.hit_rate}
+        )  # fmt: skip
+    return rows
+
+
+COST_BY_CALL_COLUMNS = ["calls/q", "sent/q", "evaluated/q", "decoded/q", "hit %", "LLM s/q", "prompt s/q",
+                        "decode s/q"]  # fmt: skip
+
+
+def cost_by_call_cells(row: dict[str, Any]) -> list[str]:
+    """``call_kind_rows``'s row as the cells of ``COST_BY_CALL_COLUMNS``."""
+
+    def f(x: float | None, d: int = 0) -> str:
+        return NA if x is None else f"{x:.{d}f}"
+
+    hit = row["hit_rate"]
+    return [f(row["calls"], 2), f(row["sent"]), f(row["evaluated"]), f(row["decoded"]),
+            NA if hit is None else f"{100 * hit:.0f}", f(row["llm_s"], 1), f(row["prompt_s"], 1),
+            f(row["decode_s"], 1)]  # fmt: skip
+
+
+def cost_by_call_table(runs: Sequence[Run]) -> Table:
+    """Where each run's model time goes: per kind of call, tokens sent / evaluated / decoded and time per
+    question (from ``Prediction.usage``; runs written before calls were broken down show ``all`` only)."""
+    t = Table(
+        "cost_by_call", "Model cost per question by kind of call (sent, evaluated, decoded tokens; time)"
+    )
+    t.columns = ["run", "call", *COST_BY_CALL_COLUMNS]
+    names = labels(runs)
+    for r in runs:
+        usages = [UsageRecord.from_dict(p.usage) for p in r.predictions]
+        for row in call_kind_rows(usages):
+            t.records.append({"label": names[r.path], "mode": r.key.mode, "llm": r.key.llm, **row})
+            t.cells.append([names[r.path], row["kind"], *cost_by_call_cells(row)])
+    if not runs:
+        t.notes.append("no runs")
     return t

@@ -67,8 +67,27 @@ def test_episode_makes_the_conversation_and_the_numbered_trace_from_one_list() -
     assert [m["role"] for m in ep.messages] == ["system", "assistant", "tool", "user"]
     assert [(r["step"], r["kind"]) for r in ep.trace()] == [(0, "model"), (1, "tool"), (2, "final_answer")]
     ep.tool_calls += 1
-    assert ep.usage() == {"prompt_tokens": 10, "completion_tokens": 2, "llm_calls": 1, "tool_calls": 1,
-                          "retrieval_calls": 0, "llm_ms": 250, "retrieval_ms": 0}  # fmt: skip
+    call = {"prompt_tokens": 10, "completion_tokens": 2, "llm_calls": 1, "llm_ms": 250}
+    assert ep.usage() == {**call, "tool_calls": 1, "retrieval_calls": 0, "retrieval_ms": 0,
+                          "by_tag": {"other": call}}  # fmt: skip
     before = ep.snapshot()
     ep.retrieval(0.5)
     assert ep.delta(before)["retrieval_s"] == 0.5 and ep.counts.retrieval_calls == 1
+
+
+def test_a_model_step_records_what_the_engine_read_and_decoded_by_prompt() -> None:
+    ep = Episode()
+    usage = Usage(100, 20, cached_tokens=80, evaluated_tokens=20, prompt_ms=150.0, decode_ms=900.0)
+    fields = ep.llm(ChatResponse("", usage=usage, latency_s=1.1, prompt="qa_agent_system"))
+    assert fields["prompt"] == "qa_agent_system"
+    assert (fields["cached_tokens"], fields["evaluated_tokens"], fields["decode_ms"]) == (80, 20, 900.0)
+    ep.llm(ChatResponse("", usage=Usage(30, 5), latency_s=0.1, prompt="perform_comparison"))
+    u = ep.usage()
+    assert (u["cached_tokens"], u["evaluated_tokens"], u["completion_tokens"], u["decode_ms"]) == (
+        80,
+        20,
+        25,
+        900,
+    )
+    assert u["by_tag"]["qa_agent_system"]["evaluated_tokens"] == 20
+    assert "evaluated_tokens" not in u["by_tag"]["perform_comparison"]

@@ -28,6 +28,34 @@ def test_parse_native_tool_calls_and_usage() -> None:
     assert resp.tool_calls[1].arguments == {"__malformed__": "{not json"}  # kept for the agent to report
     assert resp.usage.total_tokens == 10
     assert resp.latency_s == 0.5
+    # No cache or timing figures in the payload: uncounted, not zero.
+    assert resp.usage.cached_tokens is None and resp.usage.evaluated_tokens is None
+    assert resp.usage.prompt_ms is None and resp.usage.decode_ms is None
+
+
+def test_parse_llamacpp_timings_and_openai_cached_tokens() -> None:
+    llamacpp = completion("ok", prompt_tokens=172, completion_tokens=8)
+    llamacpp["usage"]["prompt_tokens_details"] = {"cached_tokens": 159}
+    llamacpp["timings"] = {
+        "cache_n": 159,
+        "prompt_n": 13,
+        "prompt_ms": 46.7,
+        "predicted_n": 8,
+        "predicted_ms": 57.2,
+    }
+    u = parse_chat_completion(llamacpp).usage
+    assert (u.prompt_tokens, u.cached_tokens, u.evaluated_tokens, u.completion_tokens) == (172, 159, 13, 8)
+    assert (u.prompt_ms, u.decode_ms) == (46.7, 57.2)
+    vllm = completion("ok", prompt_tokens=100, completion_tokens=4)
+    vllm["usage"]["prompt_tokens_details"] = {"cached_tokens": 64}
+    u = parse_chat_completion(vllm).usage
+    assert (u.cached_tokens, u.evaluated_tokens, u.prompt_ms, u.decode_ms) == (64, 36, None, None)
+
+
+def test_the_response_carries_its_prompt_name() -> None:
+    handle = DeploymentHandleChatModel(_FakeHandle([completion("ok")]), "m")
+    resp = asyncio.run(handle.chat([{"role": "user", "content": "q"}], prompt="perform_comparison"))
+    assert resp.prompt == "perform_comparison"
 
 
 @pytest.mark.parametrize("payload", [{"error": {"message": "boom"}}, {"choices": []}, {"foo": 1}, ["x"]])

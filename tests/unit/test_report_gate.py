@@ -93,6 +93,8 @@ def test_errored_question_counts_wrong_in_every_arm() -> None:
 def test_side_by_side_lists_each_question_and_the_arms() -> None:
     text = side_by_side([gated_prediction(q) for q in GOLD], GOLDS, 0.9)
     assert "q3" in text and "0.40" in text and "gated@0.9" in text and "standalone" in text
+    # The demo's cost lines: tokens sent, evaluated (— where the backend did not report it) and decoded.
+    assert "sent tok/q" in text and "evaluated/q" in text and "decoded/q" in text
 
 
 def test_report_has_the_gate_table_and_pareto_figure(tmp_path: Path) -> None:
@@ -114,3 +116,11 @@ def test_report_has_the_gate_table_and_pareto_figure(tmp_path: Path) -> None:
     assert len(report.tables["gate_curve"].records) > len(table.records)
     assert report.figures["gate_pareto"] is not None and report.figures["gate_pareto"].exists()
     assert "Confidence gate" in report.markdown and (tmp_path / "report" / "gate_sweep.csv").exists()
+
+
+def test_evaluated_tokens_sum_over_the_parts_and_stay_unknown_where_unreported() -> None:
+    from medagent.report.gate import _cost, _plus
+
+    first, tools = _cost({**cost(1, 100, 1.0), "evaluated_tokens": 20}), _cost(cost(3, 900, 9.0))
+    assert _plus(first, tools)["evaluated_tokens"] == 20.0 and tools["evaluated_tokens"] is None
+    assert _plus(tools, tools)["evaluated_tokens"] is None and _plus(first, tools)["prompt_tokens"] == 1000.0

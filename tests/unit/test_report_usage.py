@@ -123,3 +123,29 @@ def test_only_calls_that_did_work_are_counted() -> None:
     assert tool_calls(pred) == {"enable_search": 1, "locate_evidence": 1}
     assert tool_calls(pred, "refused") == {"enable_search": 1}
     assert tool_calls(pred, "no_op") == {"relevance_analysis": 1}
+
+
+def test_the_cost_by_call_rows_are_per_question_and_keep_unreported_figures_none() -> None:
+    from medagent.llm.base import Usage
+    from medagent.llm.usage import UsageRecord
+    from medagent.report.table import NA
+    from medagent.report.usage import call_kind_rows, cost_by_call_cells
+
+    usages = []
+    for _ in range(2):
+        u = UsageRecord.calls(by_tag=True)
+        u.add(
+            Usage(1000, 80, cached_tokens=900, evaluated_tokens=100, prompt_ms=500.0, decode_ms=4000.0),
+            4.6,
+            "qa_agent",
+        )
+        u.add(Usage(200, 100), 3.0, "perform_comparison")
+        usages.append(u)
+    rows = {r["kind"]: r for r in call_kind_rows(usages)}
+    assert set(rows) == {"qa_agent", "perform_comparison", "all"}
+    agent, compare, total = rows["qa_agent"], rows["perform_comparison"], rows["all"]
+    assert (agent["calls"], agent["sent"], agent["evaluated"], agent["decoded"]) == (1, 1000, 100, 80)
+    assert agent["hit_rate"] == 0.9 and agent["decode_s"] == 4.0
+    assert compare["evaluated"] is None and compare["hit_rate"] is None
+    assert (total["sent"], total["decoded"], total["llm_s"]) == (1200, 180, 7.6)
+    assert cost_by_call_cells(compare)[2] == NA

@@ -27,7 +27,8 @@ def test_standalone_sends_question_and_options_with_schema() -> None:
     assert Q.text in text and "(A) Aspirin" in text and "(B) Clopidogrel" in text
     assert body["response_format"]["json_schema"]["schema"]["properties"]["answer"]["enum"] == ["A", "B"]
     assert body["temperature"] == 0.0 and body["top_p"] == 1.0
-    assert pred.usage == {"prompt_tokens": 50, "completion_tokens": 4}
+    call = {"prompt_tokens": 50, "completion_tokens": 4, "llm_calls": 1, "llm_ms": 0}
+    assert pred.usage == {**call, "by_tag": {"standalone_mc": call}}
     assert pred.trace[0]["kind"] == "final_answer"
 
 

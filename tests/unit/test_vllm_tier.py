@@ -149,3 +149,43 @@ def test_native_tool_schemas_cap_strings_and_restrict_mc_answers_to_letters() ->
     assert by_name["enable_search"]["query"]["maxLength"] > 0
     open_ended = tool_schemas(["final_answer"])[0]["function"]["parameters"]["properties"]["answer"]
     assert "enum" not in open_ended and open_ended["maxLength"] > 0
+
+
+def test_prefix_caching_is_explicit_and_max_num_seqs_follows_the_replica_s_requests() -> None:
+    for llm in ("smollm2-135m-vllm-cpu", "qwen2.5-7b-instruct", "qwen2.5-72b-instruct"):
+        cfg = _compose(f"llm={llm}", "cluster=single_gpu")
+        engine = vllm_llm_kwargs(cfg.llm, cfg.cluster, source="/m")["engine_kwargs"]
+        assert engine["enable_prefix_caching"] is True and engine["enable_prompt_tokens_details"] is True
+        # The CPU tier's own max_num_seqs wins over the cluster's figure.
+        expected = cfg.llm.engine_kwargs.get("max_num_seqs", cfg.cluster.llm.max_ongoing_requests)
+        assert engine["max_num_seqs"] == expected
+    for path in sorted((ROOT / "conf" / "llm").glob("*.yaml")):
+        text = path.read_text()
+        if "backend: vllm" in text or "tensor_parallel_size" in text:
+            assert "enable_prefix_caching: true" in text, path.name
+
+
+def test_the_prefix_router_goes_wherever_there_are_several_llm_replicas() -> None:
+    from actors.gpu_llm import PREFIX_ROUTER
+
+    one = _compose("llm=qwen2.5-7b-instruct", "cluster=single_gpu")
+    assert (
+        "request_router_config" not in vllm_llm_kwargs(one.llm, one.cluster, source="/m")["deployment_config"]
+    )
+    two = _compose("llm=qwen2.5-7b-instruct", "cluster=multi_node")
+    assert two.cluster.llm.replicas == 2
+    kwargs = vllm_llm_kwargs(two.llm, two.cluster, source="/m")
+    assert kwargs["deployment_config"]["request_router_config"] == {"request_router_class": PREFIX_ROUTER}
+    off = _compose("llm=qwen2.5-7b-instruct", "cluster=multi_node", "cluster.llm.prefix_router=false")
+    assert (
+        "request_router_config" not in vllm_llm_kwargs(off.llm, off.cluster, source="/m")["deployment_config"]
+    )
+    if importlib.util.find_spec("vllm") is None:
+        return
+    # The options ray.serve.llm builds its deployment from, as it validates them: the class path resolves.
+    from ray.serve.config import RequestRouterConfig
+    from ray.serve.llm import LLMConfig as ServeLLMConfig
+    from ray.serve.llm.request_router import PrefixCacheAffinityRouter
+
+    built = ServeLLMConfig(**kwargs).deployment_config["request_router_config"]
+    assert RequestRouterConfig(**built).get_request_router_class() is PrefixCacheAffinityRouter

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, model_validator
 
 from medagent.agent.toolargs import ToolError, options_arg, text_arg
 from medagent.agent.tools.base import Tool, ToolContext, ToolResult
-from medagent.llm.structured import Output, Text
+from medagent.llm.structured import Output, Text, capped_list, capped_text, enum_str
 
 QUESTION_CHARS = 4000
+# The capped reply (agent.cap_outputs): each side of an option's comparison is one clause of findings,
+# the verdict one of the prompt's three words; a row per option, at most MAX_ROWS options.
+ROW_CHARS = 100
+VERDICTS = ("likely", "possible", "unlikely")
+MAX_ROWS = 10
 
 
 class CompareArgs(BaseModel):
@@ -23,6 +28,13 @@ class ComparisonRow(Output):
     supporting: Text = ""
     against: Text = ""
     verdict: Text = "?"
+
+
+class CappedRow(ComparisonRow):
+    option: capped_text(8) = "?"  # type: ignore[valid-type]
+    supporting: capped_text(ROW_CHARS) = ""  # type: ignore[valid-type]
+    against: capped_text(ROW_CHARS) = ""  # type: ignore[valid-type]
+    verdict: Annotated[enum_str(VERDICTS), BeforeValidator(str)] = "?"  # type: ignore[valid-type]
 
 
 class CompareReply(Output):
@@ -38,6 +50,12 @@ class CompareReply(Output):
         if isinstance(value, dict) and isinstance(value.get("comparison"), list):
             value = {**value, "comparison": [r for r in value["comparison"] if isinstance(r, dict)]}
         return value
+
+
+class CappedCompareReply(CompareReply):
+    """``CompareReply`` with every free-text field bounded in the schema (what constrained decoding writes)."""
+
+    comparison: capped_list(CappedRow, MAX_ROWS)  # type: ignore[valid-type]
 
 
 class PerformComparison(Tool):
@@ -56,7 +74,8 @@ class PerformComparison(Tool):
             options = options_arg(given)
         if not options:
             raise ToolError(ctx.say("compare_no_options"))
-        reply = await ctx.ask("qa_compare", CompareReply, question=question, options=options)
+        output = CappedCompareReply if ctx.cfg.cap_outputs else CompareReply
+        reply = await ctx.ask("qa_compare", output, question=question, options=options)
         if reply is None or not reply.comparison:
             return ToolResult(ctx.say("compare_failed"), {"rows": 0})
         lines = [

@@ -10,7 +10,12 @@ from medagent.agent.memory import Evidence, verify_quote
 from medagent.agent.render import documents_block, escape_data, evidence_block
 from medagent.agent.toolargs import ToolError, doc_handles
 from medagent.agent.tools.base import Tool, ToolContext, ToolResult
-from medagent.llm.structured import Output, Text
+from medagent.llm.structured import Output, Text, capped_list, capped_text
+
+# The capped reply (agent.cap_outputs): a quote is a passage of a few sentences (a cut quote is still
+# verbatim, and is verified like any), at most two per document of a full batch.
+QUOTE_CHARS = 400
+MAX_QUOTES = 8
 
 
 class LocateArgs(BaseModel):
@@ -56,6 +61,15 @@ class LocateReply(Output):
         return out
 
 
+class CappedQuote(Quote):
+    id: capped_text(8)  # type: ignore[valid-type]
+    quote: capped_text(QUOTE_CHARS)  # type: ignore[valid-type]
+
+
+class CappedLocateReply(LocateReply):
+    evidence: capped_list(CappedQuote, MAX_QUOTES)  # type: ignore[valid-type]
+
+
 class LocateEvidence(Tool):
     name = "locate_evidence"
     description = "Quote the supporting passages of reviewed documents; the quotes are kept in memory."
@@ -79,7 +93,7 @@ class LocateEvidence(Tool):
         docs = [(h, memory.doc(h)) for h in ok]
         reply = await ctx.ask(
             "qa_locate",
-            LocateReply,
+            CappedLocateReply if ctx.cfg.cap_outputs else LocateReply,
             question=ctx.question.text,
             options=ctx.options(),
             documents=documents_block(docs, ctx.cfg.loop.doc_max_chars),

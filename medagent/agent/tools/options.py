@@ -9,7 +9,11 @@ from pydantic import BaseModel, Field, model_validator
 from medagent.agent.toolargs import text_arg
 from medagent.agent.tools.base import Tool, ToolContext, ToolResult
 from medagent.agent.tools.compare import QUESTION_CHARS
-from medagent.llm.structured import Output
+from medagent.llm.structured import Output, capped_list, capped_text
+
+# A candidate answer is a diagnosis or a treatment, a few words (agent.cap_outputs).
+OPTION_CHARS = 80
+MAX_OPTIONS = 10
 
 
 class OptionsArgs(BaseModel):
@@ -32,6 +36,10 @@ class OptionsReply(Output):
         return value
 
 
+class CappedOptionsReply(OptionsReply):
+    options: capped_list(capped_text(OPTION_CHARS), MAX_OPTIONS)  # type: ignore[valid-type]
+
+
 class GenerateOptions(Tool):
     name = "generate_options"
     description = "Propose candidate answers to an open-ended question."
@@ -41,7 +49,10 @@ class GenerateOptions(Tool):
     async def run(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         question = text_arg(args, "question", default=ctx.question.text)
         reply = await ctx.ask(
-            "qa_generate_options", OptionsReply, question=question, n_options=ctx.cfg.loop.n_options
+            "qa_generate_options",
+            CappedOptionsReply if ctx.cfg.cap_outputs else OptionsReply,
+            question=question,
+            n_options=ctx.cfg.loop.n_options,
         )
         found = reply.options if reply is not None else []
         memory = ctx.memory

@@ -10,9 +10,13 @@ from medagent.agent.memory import Judgement
 from medagent.agent.render import documents_block, escape_data
 from medagent.agent.toolargs import ToolError, doc_handles
 from medagent.agent.tools.base import NoArgs, Tool, ToolContext, ToolResult
-from medagent.llm.structured import Output, Text
+from medagent.llm.structured import Output, Text, capped_list, capped_text
 
 _LISTS = ("judgements", "documents", "results")
+# The capped reply (agent.cap_outputs): a verdict's reason is one short sentence, shown to the agent
+# beside the verdict; a judgement per document of the batch (at most MAX_BATCH).
+REASON_CHARS = 100
+MAX_BATCH = 16
 
 
 class Judged(Output):
@@ -61,6 +65,15 @@ class RelevanceReply(Output):
         return out
 
 
+class CappedJudged(Judged):
+    id: capped_text(8)  # type: ignore[valid-type]
+    reason: capped_text(REASON_CHARS)  # type: ignore[valid-type]
+
+
+class CappedRelevanceReply(RelevanceReply):
+    judgements: capped_list(CappedJudged, MAX_BATCH)  # type: ignore[valid-type]
+
+
 class RelevanceAnalysis(Tool):
     name = "relevance_analysis"
     description = "Review the next batch of queued documents and judge whether each is relevant."
@@ -77,7 +90,7 @@ class RelevanceAnalysis(Tool):
         docs = [(h, memory.doc(h)) for h in batch]
         reply = await ctx.ask(
             "qa_relevance",
-            RelevanceReply,
+            CappedRelevanceReply if ctx.cfg.cap_outputs else RelevanceReply,
             question=ctx.question.text,
             options=ctx.options(),
             documents=documents_block(docs, ctx.cfg.loop.doc_max_chars),

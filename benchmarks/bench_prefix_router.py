@@ -1,0 +1,187 @@
+"""Does a conversation's next turn reach the vLLM replica that holds its prefix? Two replicas of the small
+model on the vLLM CPU tier, Serve's default router vs ``PrefixCacheAffinityRouter``, in one run.
+
+Run::
+
+    python benchmarks/bench_prefix_router.py            # 16 conversations x 6 turns per router
+    python benchmarks/bench_prefix_router.py --quick    # 4 conversations x 3 turns (engine start-ups dominate)
+
+The LLM application is deployed by the pipelines' own code (``pipelines.common.run_llm_app`` with
+``llm=smollm2-135m-vllm-cpu``, as ``tests/integration/test_vllm_tier.py`` starts that tier) with
+``cluster.llm.replicas=2``, once with ``cluster.llm.prefix_router=false`` (Serve's power-of-two choices)
+and once with ``true`` (``actors.gpu_llm`` then sets the prefix-aware request router). Each run sends
+``--conversations`` concurrent agent-like conversations through the OpenAI route: the QA agent's real
+system prompt and a MedQA question, growing by the reply and an observation each turn, ``--decode`` tokens
+per turn at temperature 0. Printed per router: prefix hit rate (``usage.prompt_tokens_details.cached_tokens``
+/ prompt tokens, which vLLM reports with ``enable_prompt_tokens_details``), the hit rate on later turns
+(the first turn can only hit the shared system prompt), prompt and decoded tokens/s over the wall clock,
+and the router/default ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from omegaconf import OmegaConf  # noqa: E402
+
+from benchmarks.bench_llamacpp_settings import opening  # noqa: E402
+from medagent.config import ClusterConfig, LLMConfig  # noqa: E402
+from medagent.data import load_benchmark  # noqa: E402
+from medagent.llm.endpoints import HttpEndpoint  # noqa: E402
+from medagent.llm.openai_client import OpenAIChatClient  # noqa: E402
+from pipelines.submit import compose_pipeline_config  # noqa: E402
+
+
+@dataclass
+class Totals:
+    sent: int = 0
+    cached: int = 0
+    decoded: int = 0
+    later_sent: int = 0
+    later_cached: int = 0
+    reported: int = 0
+    calls: int = 0
+    wall_s: float = 0.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _conversation(
+    client: OpenAIChatClient,
+    messages: list[dict[str, Any]],
+    observations: list[str],
+    decode: int,
+    out: Totals,
+) -> None:
+    for turn, observation in enumerate([*observations, None]):
+        resp = await client.chat(messages, max_tokens=decode, temperature=0.0, seed=0, prompt="conversation")
+        u = resp.usage
+        out.calls += 1
+        out.sent += u.prompt_tokens
+        out.decoded += u.completion_tokens
+        if u.cached_tokens is not None:
+            out.reported += 1
+            out.cached += u.cached_tokens
+            if turn:
+                out.later_sent += u.prompt_tokens
+                out.later_cached += u.cached_tokens
+        if observation is None:
+            return
+        messages = [
+            *messages,
+            {"role": "assistant", "content": resp.content},
+            {"role": "user", "content": f"Tool result:\n{observation}"},
+        ]
+
+
+async def _traffic(base_url: str, model: str, questions: list[Any], args: Any) -> Totals:
+    client = OpenAIChatClient(base_url, model, timeout_s=1800)
+    out = Totals()
+    n = args.conversations
+    start = time.perf_counter()
+    try:
+        await asyncio.gather(
+            *(
+                _conversation(
+                    client,
+                    opening(questions[i % len(questions)]),
+                    [
+                        questions[(i + k + 1) % len(questions)].text[: args.obs_chars]
+                        for k in range(args.turns - 1)
+                    ],
+                    args.decode,
+                    out,
+                )
+                for i in range(n)
+            )
+        )
+    finally:
+        await client.aclose()
+    out.wall_s = time.perf_counter() - start
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--llm", default="smollm2-135m-vllm-cpu")
+    p.add_argument("--conversations", type=int, default=16)
+    p.add_argument("--turns", type=int, default=6)
+    p.add_argument("--decode", type=int, default=32)
+    p.add_argument("--obs-chars", type=int, default=600)
+    p.add_argument("--num-cpus", type=int, default=6, help="logical CPUs of the local Ray cluster")
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
+    if args.quick:
+        args.conversations, args.turns, args.decode = 4, 3, 16
+    cfg: Any = OmegaConf.to_object(
+        compose_pipeline_config(
+            "run_benchmark",
+            [
+                f"llm={args.llm}",
+                "cluster=local",
+                f"cluster.ray.num_cpus={args.num_cpus}",
+                f"cluster.serve.http_port={_free_port()}",
+                "cluster.llm.replicas=2",
+            ],
+        )  # fmt: skip
+    )
+    llm: LLMConfig = cfg.llm
+    cluster: ClusterConfig = cfg.cluster
+    questions = [q for q, _ in load_benchmark("medqa", limit=args.conversations + args.turns).pairs]
+
+    from ray import serve
+
+    from actors.backends import llm_endpoint
+    from actors.builder import LLM_APP
+    from pipelines.common import ray_session, run_llm_app
+
+    results: dict[str, Totals] = {}
+    with ray_session(cluster):
+        for name, router in (("default", False), ("prefix router", True)):
+            arm = replace(cluster, llm=replace(cluster.llm, prefix_router=router))
+            start = time.perf_counter()
+            run_llm_app(llm, arm)
+            print(f"[{name}] 2 replicas up in {time.perf_counter() - start:.0f} s", flush=True)
+            endpoint = llm_endpoint(llm, arm)
+            assert isinstance(endpoint, HttpEndpoint), endpoint  # vLLM's own OpenAI route
+            base_url = endpoint.base_url
+            try:
+                results[name] = asyncio.run(_traffic(base_url, llm.served_name, questions, args))
+            finally:
+                serve.delete(LLM_APP)
+    print(f"\n{args.conversations} conversations x {args.turns} turns, {args.decode} tokens decoded per turn, "
+          f"2 replicas of {llm.name}")  # fmt: skip
+    print(f"{'router':<14} {'calls':>5} {'sent':>7} {'hit %':>6} {'later hit %':>11} {'prompt t/s':>10} "
+          f"{'decode t/s':>10} {'wall s':>7}")  # fmt: skip
+    for name, t in results.items():
+        hit = 100 * t.cached / t.sent if t.sent and t.reported else float("nan")
+        later = 100 * t.later_cached / t.later_sent if t.later_sent else float("nan")
+        print(f"{name:<14} {t.calls:>5} {t.sent:>7} {hit:>6.1f} {later:>11.1f} {t.sent / t.wall_s:>10.1f} "
+              f"{t.decoded / t.wall_s:>10.1f} {t.wall_s:>7.1f}")  # fmt: skip
+        if t.reported < t.calls:
+            print(f"  {t.calls - t.reported} responses without cached_tokens")
+    d, r = results.get("default"), results.get("prefix router")
+    if d and r and d.sent and r.sent:
+        ratio = (r.cached / r.sent) / (d.cached / d.sent) if d.cached else float("inf")
+        print(f"\nprefix router / default: hit rate {ratio:.2f}x, decoded tokens/s "
+              f"{(r.decoded / r.wall_s) / (d.decoded / d.wall_s):.2f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
