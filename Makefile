@@ -29,7 +29,7 @@ ARGS ?=
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo demo-index test unit integration lint typecheck bench index guidelines-index validate-manifests browser-deps sim-cluster clean help
+.PHONY: setup demo demo-index test test-slow unit integration lint typecheck bench index guidelines-index validate-manifests browser-deps sim-cluster clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -91,7 +91,10 @@ browser-deps:  ## chromium + chromium-driver for the patient page's browser test
 	fi
 
 test: setup lint typecheck browser-deps  ## the whole suite: lint, types, unit, integration (+ the browser test)
-	$(PY) -m pytest tests -q --timeout=900 --durations=25
+	$(PY) -m pytest tests -q --timeout=900 --durations=25 -m "not slow"
+
+test-slow: setup  ## the tests that take minutes each (the QA paper's node simulated, a recipe=paper suite cell on it)
+	$(PY) -m pytest tests -q --timeout=1200 -m slow
 
 bench: setup  ## Ray pipeline vs plain process, questions/s ratio
 	$(PY) benchmarks/bench_pipeline.py
