@@ -137,6 +137,32 @@ class RunLogHandler(logging.FileHandler):
     """The run's log file, added to Ray's loggers (which do not propagate to hydra's handler)."""
 
 
+# Ray Data's loggers that report status at info level. Ray Data re-runs its own logging setup whenever a
+# dataset starts (``ray.data._internal.logging.configure_logging``), which replaces the handlers of
+# ``ray.data`` and with them any terminal filter; a filter on the emitting logger itself survives that.
+RAY_DATA_STATUS = (
+    "ray.data._internal.progress",
+    "ray.data._internal.progress.logging_progress",
+    "ray.data._internal.execution.streaming_executor",
+    "ray.data._internal.logging",
+)
+
+
+class ToRunLog(logging.Filter):
+    """On an emitting logger: lines below warning go to the run's log file only (or nowhere without one)."""
+
+    def __init__(self, to_file: logging.Handler | None) -> None:
+        super().__init__()
+        self.to_file = to_file
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        if self.to_file is not None and record.levelno >= self.to_file.level:
+            self.to_file.handle(record)
+        return False
+
+
 def _filter_terminal(logger: logging.Logger) -> None:
     for h in logger.handlers:
         is_file = isinstance(h, logging.FileHandler) or type(h).__name__ == "SessionFileHandler"
@@ -164,6 +190,12 @@ def setup_logging(level: int = logging.INFO) -> str | None:
             to_file = RunLogHandler(path, encoding="utf-8")
             to_file.setFormatter(files[0].formatter)
             logger.addHandler(to_file)
+    to_run_log = next((h for h in logging.getLogger("ray").handlers if isinstance(h, RunLogHandler)), None)
+    for name in RAY_DATA_STATUS:
+        logger = logging.getLogger(name)
+        for f in [f for f in logger.filters if isinstance(f, ToRunLog)]:
+            logger.removeFilter(f)
+        logger.addFilter(ToRunLog(to_run_log))
     if path and getattr(setup_logging, "shown", None) != path:
         setup_logging.shown = path  # type: ignore[attr-defined]
         print(

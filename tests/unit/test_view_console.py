@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.common import RAY_LOGGERS, RunLogHandler, TerminalFilter, setup_logging
+from pipelines.common import RAY_DATA_STATUS, RAY_LOGGERS, RunLogHandler, TerminalFilter, setup_logging
 
 PROGRESS = "ray.data._internal.progress.logging_progress"  # where Ray Data logs status off a terminal
 
@@ -21,8 +21,9 @@ def hydra_handlers(tmp_path: Path) -> Iterator[tuple[io.StringIO, Path]]:
     """The root logger as hydra's job_logging leaves it; every touched logger is restored afterwards."""
     import ray.data  # noqa: F401  (Ray's loggers get their own terminal handlers on import: saved as they are)
 
-    names = ["", "bm25s", "faiss", *RAY_LOGGERS]
+    names = ["", "bm25s", "faiss", *RAY_LOGGERS, *RAY_DATA_STATUS]
     saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).level) for n in names}
+    saved_logger_filters = {n: logging.getLogger(n).filters[:] for n in names}
     saved_filters = {n: [h.filters[:] for h in logging.getLogger(n).handlers] for n in names}
     terminal = io.StringIO()
     log_file = tmp_path / "run_benchmark.log"
@@ -37,6 +38,7 @@ def hydra_handlers(tmp_path: Path) -> Iterator[tuple[io.StringIO, Path]]:
                 h.close()
         logger.handlers = handlers
         logger.setLevel(level)
+        logger.filters = saved_logger_filters[n]
         for h, filters in zip(handlers, saved_filters[n], strict=True):
             h.filters = filters
 
@@ -81,3 +83,21 @@ def test_ray_data_status_never_reaches_rays_own_terminal_handler(
     assert not TerminalFilter().filter(record)
     record.levelno = logging.WARNING
     assert TerminalFilter().filter(record)
+
+
+def test_ray_data_status_stays_off_the_terminal_after_ray_data_reconfigures_its_logging(
+    hydra_handlers: tuple[io.StringIO, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ray.data._internal.logging import configure_logging
+
+    _, log_file = hydra_handlers
+    setup_logging()
+    configure_logging()  # what Ray Data does as each dataset starts: new handlers on ray.data, unfiltered
+    capsys.readouterr()
+    logging.getLogger(PROGRESS).info("Operator 1 MapBatches(EmbedWorker): 3/9 blocks")
+    logging.getLogger(PROGRESS).warning("an operator is backpressured")
+    for h in logging.getLogger("ray").handlers:
+        h.flush()
+    err = capsys.readouterr().err
+    assert "3/9 blocks" not in err and "backpressured" in err
+    assert "3/9 blocks" in log_file.read_text()
