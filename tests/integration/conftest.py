@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,18 @@ import pytest
 
 from medagent.config import ClusterConfig
 from tests.configs import cluster_config
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here (Debian's chromium + chromedriver, and selenium), or None."""
+    for exe in ("chromium", "chromedriver"):
+        if shutil.which(exe) is None:
+            return f"{exe} not found on PATH (Debian: apt-get install chromium chromium-driver; `make browser-deps`)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    return None
 
 
 def _free_port() -> int:

@@ -21,23 +21,12 @@ from medagent.api import MAX_ANSWER_CHARS
 from medagent.config import ClusterConfig, InterviewSessionsConfig, LLMConfig
 from medagent.history import HistoryTakingAgent
 from tests.configs import history_agent_config
-from tests.integration.conftest import clear_serve_apps
+from tests.integration.conftest import browser_missing, clear_serve_apps
 from tests.unit._history_fakes import BagOfWordsEmbedder, FakeClinician, FakeRetriever
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
-
-
-def _browser_missing() -> str | None:
-    for exe in ("chromium", "chromedriver"):
-        if shutil.which(exe) is None:
-            return f"{exe} not found on PATH (Debian: apt-get install chromium chromium-driver; `make browser-deps`)"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[dev]')"
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +52,7 @@ def page_url(ray_cluster: Any, cluster_cfg: ClusterConfig) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    reason = _browser_missing()
+    reason = browser_missing()
     if reason:
         pytest.skip(f"browser test skipped: {reason}")
     from selenium import webdriver

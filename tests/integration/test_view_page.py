@@ -23,23 +23,13 @@ from typing import Any
 import pytest
 
 from medagent.view import build_app, load_view
+from tests.integration.conftest import browser_missing
 from tests.unit import _view_fakes as fakes
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 SHOTS_ENV = "MEDAGENT_VIEW_SHOTS"
-
-
-def _browser_missing() -> str | None:
-    for exe in ("chromium", "chromedriver"):
-        if shutil.which(exe) is None:
-            return f"{exe} not found on PATH (Debian: apt-get install chromium chromium-driver; `make browser-deps`)"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "selenium is not installed (pip install -e '.[dev]')"
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +58,7 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    reason = _browser_missing()
+    reason = browser_missing()
     if reason:
         pytest.skip(f"browser test skipped: {reason}")
     from selenium import webdriver
