@@ -25,6 +25,10 @@ FAST = NetworkAnalysisConfig(
     curveball_burnin=200,
     curveball_thin=5,
     cv_folds=5,
+    kl_null_samples=12,
+    phase_null_samples=12,
+    # Few nulls keep the Ray-vs-serial check fast; its p-values are compared, never reported.
+    min_null_samples=12,
 )
 
 

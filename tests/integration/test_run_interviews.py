@@ -102,7 +102,9 @@ def test_one_real_res_interview_end_to_end_then_resume(
     cfg = InterviewRunConfig(
         interviews=InterviewsConfig(name="one_res", source="fareez", prefix="RES", ids=[INTERVIEW]),
         agent=agent,
-        eval=InterviewEvalConfig(simulator_exchanges=4),
+        # The replay patient (the default); case facts are extracted by their own tests (tests/unit), not here:
+        # eight long model calls would double this test.
+        eval=InterviewEvalConfig(simulator_exchanges=4, fact_endpoints=False),
         llm=qwen,
         cluster=cluster_cfg,
         retriever=PARENT_CHILD,

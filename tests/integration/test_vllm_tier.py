@@ -215,6 +215,9 @@ def test_run_interviews_over_vllm(
             simulator_max_tokens=48,
             red_flag_chunk_tokens=4000,
             red_flag_max_tokens=96,
+            # Case-fact extraction (eight long schema-bound calls, each written to its cap by SmolLM2) has
+            # its own tests; here it would take longer than the interview.
+            fact_endpoints=False,
         ),
         llm=VLLM,
         cluster=cluster,
