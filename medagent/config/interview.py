@@ -300,7 +300,7 @@ class InterviewEvalConfig:
     # set per interview, shared by every arm (None: extracted afresh by each arm).
     fact_endpoints: bool = True
     facts_dir: str | None = None
-    facts_chunk_chars: int = 2500
+    facts_chunk_chars: int = 1200  # a few exchanges: at most MAX_FACTS_PER_EXCERPT facts each
     facts_max_tokens: int = 768
     fact_match_threshold: float = 0.6  # facts_metrics.FactMatcher's cosine
 

@@ -76,6 +76,19 @@ def test_extraction_keeps_quoted_facts_sets_aside_the_rest_and_caches(tmp_path: 
     assert cache_key(IV.turns[:-1], "m", "p@v1") != cache_key(IV.turns, "m", "p@v1")
 
 
+def test_a_reply_cut_at_its_token_cap_then_an_empty_retry_is_recorded_not_silent() -> None:
+    replies = iter(
+        [
+            completion('{"facts": [' + json.dumps(ITEMS[0]) + ", " + json.dumps(ITEMS[0])[:30]),
+            completion('{"facts": []}'),
+        ]
+    )
+    llm = ScriptedChatModel(lambda body: next(replies))
+    fs = asyncio.run(extract_facts(llm, "T1", IV.turns, model="m", chunk_chars=10_000))
+    assert fs.facts == [] and len(fs.errors) == 1
+    assert fs.errors[0].startswith("excerpt 0: retried (0 facts after): ")
+
+
 def test_excerpts_keep_whole_exchanges() -> None:
     parts = excerpts(IV.turns, 80)
     assert len(parts) > 1 and all(p.startswith("Doctor:") for p in parts)

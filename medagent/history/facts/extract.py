@@ -20,12 +20,16 @@ from medagent.history.facts.store import CATEGORIES, POLARITIES, FactCache, Fact
 from medagent.history.simulation.reference import exchanges
 from medagent.interview.types import Turn
 from medagent.llm.base import ChatModel
-from medagent.llm.structured import Output, Text, ask, capped_list, capped_str, enum_str
+from medagent.llm.structured import Output, ask, capped_list, capped_str, enum_str
 from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
 PROMPT = "history_facts"
-MAX_FACTS_PER_EXCERPT = 24
+# With the schema's grammar the list closes after this many items, so a reply fits its token cap (an item
+# is ~50-90 tokens; 8 x 90 < 768): a small model that repeats one item until the cap otherwise leaves
+# truncated JSON, and its retry tends to list nothing. An excerpt of ~1,200 characters (a few exchanges)
+# rarely holds more.
+MAX_FACTS_PER_EXCERPT = 8
 
 
 class FactItem(Output):
@@ -45,7 +49,6 @@ def _items(value: Any) -> Any:
 
 class FactsReply(Output):
     facts: Annotated[capped_list(FactItem, MAX_FACTS_PER_EXCERPT), BeforeValidator(_items)]  # type: ignore[valid-type]
-    note: Text = ""
 
 
 def excerpts(turns: Sequence[Turn], chunk_chars: int) -> list[str]:
@@ -70,7 +73,7 @@ async def extract_facts(
     turns: Sequence[Turn],
     *,
     model: str,
-    chunk_chars: int = 2500,
+    chunk_chars: int = 1200,
     max_tokens: int = 768,
     json_schema: bool = True,
     cache: FactCache | None = None,
@@ -108,6 +111,11 @@ async def extract_facts(
         if reply.value is None:
             fs.errors.append(f"excerpt {i}: " + "; ".join(reply.errors)[:300])
             continue
+        if reply.errors:
+            # A retry that "recovers" can do so by listing nothing (a small model that looped until its
+            # token cap, asked again, replies {"facts": []}): the excerpt's facts are then missing too.
+            kept = len(reply.value.facts)
+            fs.errors.append(f"excerpt {i}: retried ({kept} facts after): " + "; ".join(reply.errors)[:300])
         accept(interview_id, [f.model_dump() for f in reply.value.facts], turns, fs)
     fs.facts.sort(key=lambda f: f.turn)
     if cache is not None:

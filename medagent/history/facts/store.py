@@ -97,7 +97,7 @@ class FactSet:
         prompt: ``<name>@v<version>`` of the extraction prompt.
         facts: The accepted facts, in transcript order.
         set_aside: Items not kept, each ``{"statement", "quote", "reason"}``.
-        errors: Malformed replies met during extraction (the chunk's items are then missing).
+        errors: Malformed replies met during extraction, retried or not (an excerpt's items may be missing).
     """
 
     interview_id: str
