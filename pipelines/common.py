@@ -137,10 +137,12 @@ class RunLogHandler(logging.FileHandler):
     """The run's log file, added to Ray's loggers (which do not propagate to hydra's handler)."""
 
 
-# Ray Data's loggers that report status at info level. Ray Data re-runs its own logging setup whenever a
-# dataset starts (``ray.data._internal.logging.configure_logging``), which replaces the handlers of
-# ``ray.data`` and with them any terminal filter; a filter on the emitting logger itself survives that.
+# Ray's loggers that report status at info level. Ray Data re-runs its own logging setup whenever a
+# dataset starts (``ray.data._internal.logging.configure_logging``) and Serve its own when it starts, which
+# replaces their handlers and with them any terminal filter; a filter on the emitting logger survives that.
 RAY_DATA_STATUS = (
+    "ray.serve",
+    "ray._private.worker",
     "ray.data._internal.progress",
     "ray.data._internal.progress.logging_progress",
     "ray.data._internal.execution.streaming_executor",
