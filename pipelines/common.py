@@ -137,10 +137,10 @@ class RunLogHandler(logging.FileHandler):
     """The run's log file, added to Ray's loggers (which do not propagate to hydra's handler)."""
 
 
-# Ray's loggers that report status at info level. Ray Data re-runs its own logging setup whenever a
+# Ray's loggers (Serve, the worker, Ray Data) that report status at info level. Ray Data re-runs its own logging setup whenever a
 # dataset starts (``ray.data._internal.logging.configure_logging``) and Serve its own when it starts, which
 # replaces their handlers and with them any terminal filter; a filter on the emitting logger survives that.
-RAY_DATA_STATUS = (
+STATUS_LOGGERS = (
     "ray.serve",
     "ray._private.worker",
     "ray.data._internal.progress",
@@ -193,7 +193,7 @@ def setup_logging(level: int = logging.INFO) -> str | None:
             to_file.setFormatter(files[0].formatter)
             logger.addHandler(to_file)
     to_run_log = next((h for h in logging.getLogger("ray").handlers if isinstance(h, RunLogHandler)), None)
-    for name in RAY_DATA_STATUS:
+    for name in STATUS_LOGGERS:
         logger = logging.getLogger(name)
         for f in [f for f in logger.filters if isinstance(f, ToRunLog)]:
             logger.removeFilter(f)

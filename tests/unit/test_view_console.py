@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.common import RAY_DATA_STATUS, RAY_LOGGERS, RunLogHandler, TerminalFilter, setup_logging
+from pipelines.common import RAY_LOGGERS, STATUS_LOGGERS, RunLogHandler, TerminalFilter, setup_logging
 
 PROGRESS = "ray.data._internal.progress.logging_progress"  # where Ray Data logs status off a terminal
 
@@ -21,7 +21,7 @@ def hydra_handlers(tmp_path: Path) -> Iterator[tuple[io.StringIO, Path]]:
     """The root logger as hydra's job_logging leaves it; every touched logger is restored afterwards."""
     import ray.data  # noqa: F401  (Ray's loggers get their own terminal handlers on import: saved as they are)
 
-    names = ["", "bm25s", "faiss", *RAY_LOGGERS, *RAY_DATA_STATUS]
+    names = ["", "bm25s", "faiss", *RAY_LOGGERS, *STATUS_LOGGERS]
     saved = {n: (logging.getLogger(n).handlers[:], logging.getLogger(n).level) for n in names}
     saved_logger_filters = {n: logging.getLogger(n).filters[:] for n in names}
     saved_filters = {n: [h.filters[:] for h in logging.getLogger(n).handlers] for n in names}
