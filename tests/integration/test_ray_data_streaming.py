@@ -68,8 +68,14 @@ class _Seen:
         return i in self.ids
 
 
+# How long row i waits for the driver to hold row i - 1. A row the iterator holds back is held until row i
+# is done, so any bound finds it; the bound is wide because on a loaded machine Ray Data's scheduling loop
+# can take tens of seconds to hand a finished row on. A regression costs this long once, then fails.
+_WAIT_FOR_DRIVER_S = 180.0
+
+
 class _WaitsForTheDriver:
-    """Row i finishes only once the driver holds row i - 1, or gives up after ~30 s and says so."""
+    """Row i finishes only once the driver holds row i - 1, or gives up after ``_WAIT_FOR_DRIVER_S`` and says so."""
 
     def __init__(self, seen: Any) -> None:
         self.seen = seen
@@ -79,12 +85,11 @@ class _WaitsForTheDriver:
 
         i = int(batch["id"][0])
         delivered = i == 0
-        for _ in range(600):
-            if delivered:
-                break
+        deadline = time.monotonic() + _WAIT_FOR_DRIVER_S
+        while not delivered and time.monotonic() < deadline:
             delivered = ray.get(self.seen.has.remote(i - 1))
             if not delivered:
-                time.sleep(0.05)
+                time.sleep(0.1)
         return {"id": [i], "previous_delivered": [delivered]}
 
 
@@ -103,7 +108,11 @@ def test_finished_rows_reach_the_driver_before_the_next_is_done(ray_cluster: Any
             ray_cluster.get(seen.mark.remote(int(i)))
             got.append((int(i), bool(ok)))
     ray_cluster.kill(seen)
-    assert sorted(got) == [(i, True) for i in range(4)]
+    held = [i for i, ok in got if not ok]
+    assert sorted(i for i, _ in got) == list(range(4))
+    assert not held, (
+        f"rows {held} finished while the driver still lacked the row before ({_WAIT_FOR_DRIVER_S:.0f} s)"
+    )
 
 
 class _Slow:
