@@ -19,7 +19,9 @@ def worker_logging(logger: logging.Logger) -> None:
     """Makes ``logger``'s INFO lines reach the worker's log (and the driver: ``log_to_driver``).
 
     A Ray worker leaves the root logger unconfigured, so INFO would go nowhere; where the root logger has a
-    handler (a driver after ``setup_logging``, pytest) the records propagate there unchanged.
+    handler (a driver after ``setup_logging``, pytest) the records propagate there unchanged. A logger that
+    gets its own handler stops propagating: a library in the worker may configure the root logger later
+    (``logging.basicConfig``), and every line would then reach the driver twice.
     """
     logger.setLevel(logging.INFO)
     if logging.getLogger().handlers or logger.handlers:
@@ -27,6 +29,7 @@ def worker_logging(logger: logging.Logger) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logger.addHandler(handler)
+    logger.propagate = False
 
 
 def validate_columns(batch: dict[str, Any], required: Sequence[str], stage: str) -> None:

@@ -102,3 +102,26 @@ def test_ray_data_status_stays_off_the_terminal_after_ray_data_reconfigures_its_
     err = capsys.readouterr().err
     assert "3/9 blocks" not in err and "Connecting to existing" not in err and "backpressured" in err
     assert "3/9 blocks" in log_file.read_text()
+
+
+def test_a_workers_log_line_is_written_once_when_a_library_configures_the_root_logger_later() -> None:
+    """A Ray worker starts with no root handler; ``worker_logging`` gives our logger one. A library that
+    calls ``logging.basicConfig`` afterwards in the same worker must not make every line appear twice."""
+    from actors.common import worker_logging
+
+    root = logging.getLogger()
+    saved_root = root.handlers[:]
+    logger = logging.getLogger("medagent.test_worker_logging")
+    ours, theirs = io.StringIO(), io.StringIO()
+    try:
+        root.handlers = []
+        worker_logging(logger)
+        logger.handlers[0].setStream(ours)  # type: ignore[attr-defined]
+        root.addHandler(logging.StreamHandler(theirs))  # what a later basicConfig does
+        logger.info("interview RES0001: started")
+    finally:
+        root.handlers = saved_root
+        logger.handlers = []
+        logger.propagate = True
+    assert ours.getvalue().count("interview RES0001: started") == 1
+    assert theirs.getvalue() == ""
