@@ -1,11 +1,13 @@
 """History taking: ``python -m pipelines.run_interviews interviews=osce_res history_agent=amq|single_shot limit=N``.
 
-Each interview is a Ray Data row; ``InterviewWorker`` actors run the agent against an LLM patient grounded
-in that interview (``medagent.history.evaluation.runner.evaluate_interview``): ``history_agent=amq`` asks adaptively, then
-assesses from a clinical summary grounded in parent–child guideline retrieval (the serving application's
-Retriever over ``index_dir``, hybrid, parents returned); ``history_agent=single_shot`` is the paper's baseline (one
-summary of the interview, one assessment, no retrieval). Both are scored against the physician's own
-closing statement, which the simulator and the baseline never see.
+Each interview is a Ray Data row; ``InterviewWorker`` actors run the agent against a patient built from that
+interview (``eval.patient``: ``replay``, the patient's own words for the closest physician question, by
+default; ``facts`` or ``simulator``, model patients; ``medagent.history.evaluation.runner.evaluate_interview``).
+``history_agent=amq`` asks adaptively, then assesses from a clinical summary grounded in parent–child
+guideline retrieval (the serving application's Retriever over ``index_dir``, hybrid, parents returned);
+``history_agent=single_shot`` is the paper's baseline (one summary of the interview, one assessment, no
+retrieval). Both are scored against the case's facts and the physician's own closing statement, which no
+agent sees.
 
 Run dir: ``interviews.jsonl`` (one row per interview; a rerun with the same ``run_dir`` skips interview ids
 already written), then, computed from all rows at the end: ``interviews.csv``, ``metrics.json`` (BERTScore
