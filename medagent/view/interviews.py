@@ -35,7 +35,12 @@ def _state_view(state: dict[str, Any]) -> dict[str, Any]:
     return {
         "phase": state.get("phase"),
         "slots": [
-            {"slot": name, "value": (v or {}).get("value", ""), "turn": (v or {}).get("turn")}
+            {
+                "slot": name,
+                "value": (v or {}).get("value", ""),
+                "quote": (v or {}).get("quote", ""),
+                "turn": (v or {}).get("turn"),
+            }
             for name, v in slots.items()
         ],
         "differential": [
@@ -49,6 +54,11 @@ def _state_view(state: dict[str, Any]) -> dict[str, Any]:
         "red_flags": list(state.get("red_flags") or []),
         "summary": state.get("summary", ""),
     }
+
+
+def _refusal(r: dict[str, Any]) -> dict[str, Any]:
+    keys = ("turn", "kind", "name", "value", "quote", "reason")
+    return {k: r.get(k, "") for k in keys}
 
 
 def detail(vr: ViewRun, interview_id: str) -> dict[str, Any] | None:
@@ -87,6 +97,9 @@ def detail(vr: ViewRun, interview_id: str) -> dict[str, Any] | None:
         "skipped": row.skipped,
         "turns": turns,
         "blocked": final_state.get("blocked") or [],
+        # Slot values and red flags the grounding check kept out of the state (no quote, an unsure or negated
+        # quote, a quote that does not express the concept), with the turn and the reason.
+        "refused": [_refusal(r) for r in final_state.get("refused") or []],
         "final_state": _state_view(final_state) if final_state else None,
         "assessment": result.get("assessment"),
         "reference": row.reference,

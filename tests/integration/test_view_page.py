@@ -173,6 +173,7 @@ def test_an_interview_turn_by_turn(page_url: str, browser: Any) -> None:
     browser.find_element(By.CSS_SELECTOR, "a.ivlink").click()
     _wait(browser, "the transcript", lambda d: d.find_elements(By.CSS_SELECTOR, "#turns .turn"))
     assert browser.find_elements(By.CSS_SELECTOR, "#turns .turn table.slots")
+    assert "the quote does not express haemoptysis" in browser.find_element(By.ID, "refused").text
     assert browser.find_element(By.ID, "assessment").text and browser.find_element(By.ID, "reference").text
     _no_markup_ran(browser)
     _shot(browser, "interview")

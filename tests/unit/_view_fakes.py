@@ -96,8 +96,21 @@ def write_interview_run(root: Path) -> Path:
 
     rd = RunDir(root / "interviews-amq" / "run")
     rd.write_json(rd.manifest, {"config": {"agent": {"mode": "amq"}, "llm": {"name": "fake"}}})
-    rd.append_records(rd.interviews, [_row("amq", "iv-1")], key="interview_id")
+    row = _row("amq", "iv-1")
+    # A refusal as the grounding check records one (the scripted interview grounds everything it hears).
+    row["result"]["final_state"]["refused"] = [REFUSAL]
+    rd.append_records(rd.interviews, [row], key="interview_id")
     return rd.root
+
+
+REFUSAL = {
+    "kind": "red_flag",
+    "name": "haemoptysis",
+    "value": "haemoptysis",
+    "quote": "I have a cough",
+    "reason": "the quote does not express haemoptysis (hemoptysis)",
+    "turn": 2,
+}
 
 
 def write_runs(root: Path) -> list[Path]:

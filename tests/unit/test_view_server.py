@@ -105,6 +105,18 @@ def test_interview_turns_with_state_assessment_and_reference(client: TestClient)
     assert client.get(f"/api/interview?run={iv}&id=nope").status_code == 404
 
 
+def test_an_interview_shows_each_slots_quote_and_what_grounding_refused(client: TestClient) -> None:
+    from tests.unit._view_fakes import REFUSAL
+
+    iv = _runs(client)["interviews / amq"]["index"]
+    d = client.get(f"/api/interview?run={iv}&id=iv-1").json()
+    assert d["refused"] == [REFUSAL]
+    slots = d["final_state"]["slots"]
+    assert slots and all(s["quote"] for s in slots)
+    assert {"slot": "symptom", "value": "A little blood this morning.", "quote": "A little blood this morning.",
+            "turn": 0} in slots  # fmt: skip
+
+
 def test_every_response_carries_a_strict_csp(client: TestClient) -> None:
     for path in ("/", "/static/app.js", "/api/runs", "/api/question?id=nope", "/static/nope.js"):
         r = client.get(path)

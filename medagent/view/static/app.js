@@ -251,8 +251,8 @@ function stateView(s) {
   if (!s) return el("p", { class: "muted" }, "no state recorded");
   return el("div", { class: "state" },
     el("p", {}, "phase: " + fmt(s.phase) + (s.red_flags.length ? "; red flags: " + s.red_flags.join(", ") : "")),
-    el("table", { class: "slots" }, el("tr", {}, el("th", {}, "slot"), el("th", {}, "patient's words"), el("th", {}, "turn")),
-      s.slots.map((x) => el("tr", {}, el("td", {}, x.slot), el("td", {}, el("q", {}, x.value)), el("td", {}, fmt(x.turn))))),
+    el("table", { class: "slots" }, el("tr", {}, ["slot", "value", "patient's words", "turn"].map((h) => el("th", {}, h))),
+      s.slots.map((x) => el("tr", {}, el("td", {}, x.slot), el("td", {}, x.value), el("td", {}, x.quote ? el("q", {}, x.quote) : "-"), el("td", {}, fmt(x.turn))))),
     el("ol", { class: "differential" }, s.differential.map((h) => el("li", {}, h.diagnosis + " (" + fmt(h.probability, 2) + ")" + (h.reason ? ": " + h.reason : "")))));
 }
 
@@ -274,8 +274,11 @@ async function viewInterview(run, id) {
   const reference = el("div", { class: "card", id: "reference" }, el("h3", {}, "Physician's reference"), el("p", {}, (d.reference || {}).statement || "none"));
   const sim = el("table", { id: "simulator" }, el("tr", {}, ["question", "patient answer", "fidelity"].map((h) => el("th", {}, h))),
     d.simulator.map((s) => el("tr", {}, el("td", {}, fmt(s.question || "")), el("td", {}, fmt(s.answer || s.text || s)), el("td", {}, fmt(s.label || s.fidelity)))));
+  const refused = el("table", { id: "refused" }, el("tr", {}, ["turn", "kind", "slot or flag", "value", "patient's words", "why refused"].map((h) => el("th", {}, h))),
+    d.refused.map((r) => el("tr", {}, el("td", {}, fmt(r.turn)), el("td", {}, r.kind), el("td", {}, r.name), el("td", {}, r.value), el("td", {}, r.quote ? el("q", {}, r.quote) : "-"), el("td", {}, r.reason))));
   show(el("h2", {}, "Interview " + d.id + " (" + d.label + ")"), el("p", {}, d.outcome),
     el("h3", {}, "Transcript"), el("div", { id: "turns" }, turns),
+    d.refused.length ? [el("h3", {}, "Kept out of the state (grounding)"), refused] : [],
     el("div", { class: "two-col" }, assessment, reference),
     el("h3", {}, "Scores"), kv(d.record || {}),
     Object.keys(d.extra || {}).length ? [el("h3", {}, "Other recorded scores"), kv(d.extra)] : [],
