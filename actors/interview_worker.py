@@ -160,20 +160,24 @@ class InterviewWorker:
     async def _arms(
         self, interview: Interview, names: list[str], transcript: str | None
     ) -> list[tuple[str, dict[str, Any]]]:
-        """Every arm of ``names`` on one interview, in order; an asking arm's transcript feeds the arms
-        after it that summarise a transcript (``single_shot.context=transcript_run``)."""
+        """Every arm of ``names`` on one interview, in order; the first asking arm's transcript (or
+        ``transcript``, that arm's from an earlier attempt) feeds the arms after it that summarise a transcript
+        (``single_shot.context=transcript_run``)."""
         from medagent.history import history_mode
         from medagent.history.agent.state import InterviewState
 
         out = []
         transcript = transcript or None
+        asked = transcript is not None
         for name in names:
             cfg, agent = self.arms[name]
             reads = cfg.single_shot.context == "transcript_run" and history_mode(cfg.mode).reads_context
             row = await self._one(interview, transcript if reads else None, (cfg, agent))
             result = row.get("result")
-            if history_mode(cfg.mode).asks_questions and result and not row.get("error"):
-                transcript = InterviewState.from_dict(result["final_state"]).transcript()
+            if history_mode(cfg.mode).asks_questions and not asked:
+                asked = True
+                if result and not row.get("error"):
+                    transcript = InterviewState.from_dict(result["final_state"]).transcript()
             out.append((name, row))
         return out
 

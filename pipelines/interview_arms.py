@@ -100,8 +100,7 @@ def arm_configs(cfg: InterviewRunConfig) -> dict[str, HistoryAgentConfig]:
     out = {name: one(name) for name in cfg.arms}
     asked = False
     for name, agent in out.items():
-        reads = agent.single_shot.context == "transcript_run" and history_mode(agent.mode).reads_context
-        if reads and not asked:
+        if _reads_transcript(agent) and not asked:
             raise ValueError(
                 f"arm {name} summarises an asking arm's transcript: list it after one (e.g. amq)"
             )
@@ -126,22 +125,39 @@ def _transcript(rd: RunDir, interview_id: str) -> str | None:
     return None
 
 
+def _reads_transcript(agent: HistoryAgentConfig) -> bool:
+    return agent.single_shot.context == "transcript_run" and history_mode(agent.mode).reads_context
+
+
 def todo_items(
     arms: dict[str, HistoryAgentConfig], dirs: dict[str, RunDir], interviews: list[Interview]
 ) -> list[dict[str, Any]]:
-    """One item per interview with the arms it still lacks (resume), in the configured order."""
+    """The (interview, arm) pairs still to run (resume), interview by interview in the configured order.
+
+    An item is one arm, so each pair is written as soon as it ends and an interrupted run loses at most the
+    pairs in flight. The transcript control reads the first asking arm's transcript: it shares that arm's item
+    (it runs right after it, on the transcript the arm just made), or, when that arm finished in an earlier
+    attempt, reads the transcript written then.
+    """
     done = {name: dirs[name].completed_keys(dirs[name].interviews, KEY, endpoint_failed) for name in arms}
     asking = next((n for n, a in arms.items() if history_mode(a.mode).asks_questions), None)
     items = []
     for iv in interviews:
         left = [name for name in arms if iv.id not in done[name]]
-        if not left:
-            continue
-        # The transcript control reads the asking arm's earlier attempt when that arm is already done.
-        earlier = asking is not None and asking not in left
-        transcript = (_transcript(dirs[asking], iv.id) if earlier and asking else None) or ""
-        item = {"id": iv.id, "interview": iv.to_json(), "arms": json.dumps(left), "transcript": transcript}
-        items.append(item)
+        groups: list[list[str]] = []
+        for name in left:
+            if _reads_transcript(arms[name]) and asking in left:
+                next(g for g in groups if g[0] == asking).append(name)
+            else:
+                groups.append([name])
+        for group in groups:
+            earlier = (
+                asking is not None and asking not in group and any(_reads_transcript(arms[n]) for n in group)
+            )
+            transcript = (_transcript(dirs[asking], iv.id) if earlier and asking else None) or ""
+            items.append(
+                {"id": iv.id, "interview": iv.to_json(), "arms": json.dumps(group), "transcript": transcript}
+            )
     return items
 
 

@@ -86,7 +86,10 @@ def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
     monkeypatch.setattr(ra, "load_interviews", lambda *a, **k: type(
         "D", (), {"interviews": [parse_transcript(TEXT, i) for i in ("T1", "T2")], "files": []})())  # fmt: skip
     result = ra.run_arms(cfg)
-    assert calls == [arms, arms]  # interleaved: every arm of T1, then every arm of T2
+    # Interleaved: every arm of T1, then every arm of T2, one item per arm (each pair is written when it
+    # ends); the transcript control rides with the asking arm whose transcript it reads.
+    per_interview = [["single_shot"], ["single_shot_oracle"], ["amq", "single_shot_amq_transcript"]]
+    assert calls == per_interview * 2
     by = {(p["arm_b"], p["metric"]): p for p in result["paired"]}
     assert set(by) == {(a, m) for a in arms[1:] for m in ("bertscore_f1", "n_turns")}
     assert by[("amq", "n_turns")]["n"] == 2 and by[("amq", "n_turns")]["mean_diff"] == 2
@@ -107,5 +110,82 @@ def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
     amq_rows = tmp_path / "run/arms/amq/interviews.jsonl"
     amq_rows.write_text(amq_rows.read_text().replace(rows[0]["git_sha"], "0123abc", 1))
     again = ra.run_arms(cfg)
-    assert calls == [arms, arms] and len(again["git_shas"]) == 2
+    assert calls == per_interview * 2 and len(again["git_shas"]) == 2
     assert "different code" in (tmp_path / "run/report.md").read_text()
+
+
+class _Done:
+    """A per-arm run dir as ``todo_items`` reads it: the interviews done, and the asking arm's rows."""
+
+    def __init__(self, ids: set[str], rows: list[dict[str, Any]] | None = None) -> None:
+        self.ids, self.rows, self.interviews = ids, rows or [], "interviews.jsonl"
+
+    def completed_keys(self, *_: Any) -> set[str]:
+        return self.ids
+
+    def latest_records(self, *_: Any) -> list[dict[str, Any]]:
+        return self.rows
+
+
+def test_each_pair_is_its_own_item_and_the_control_rides_with_or_reads_the_first_asking_arm() -> None:
+    from medagent.history.agent.state import AskedQuestion, InterviewState
+
+    cfg = _compose("run_interviews", f"arms=[{','.join(ARMS)}]")
+    arms = ra.arm_configs(cfg)
+    interviews = [parse_transcript(TEXT, i) for i in ("T1", "T2")]
+    dirs: dict[str, Any] = {name: _Done(set()) for name in ARMS}
+    items = ra.todo_items(arms, dirs, interviews)
+    got = [(i["id"], json.loads(i["arms"]), i["transcript"]) for i in items]
+    one = [[a] for a in ARMS[2:-1]]
+    per = [["single_shot"], ["single_shot_oracle"], ["amq", "single_shot_amq_transcript"], *one[1:]]
+    assert got == [(iv, arms_, "") for iv in ("T1", "T2") for arms_ in per]
+
+    # amq finished T1 in an earlier attempt: the control runs alone on amq's transcript from then.
+    state = InterviewState(asked=(AskedQuestion(0, "Any cough?", "symptom", "triage", answer="Yes, dry."),))
+    from medagent.history.evaluation.row import InterviewRow
+
+    row = InterviewRow.from_dict(_row_for("T1", state.to_dict()))
+    dirs["amq"] = _Done({"T1"}, [row.to_dict()])
+    for name in ARMS[:2]:
+        dirs[name] = _Done({"T1", "T2"})
+    items = ra.todo_items(arms, dirs, interviews)
+    t1 = [(json.loads(i["arms"]), i["transcript"]) for i in items if i["id"] == "T1"]
+    assert t1 == [
+        *[(a, "") for a in one[1:]],
+        (["single_shot_amq_transcript"], "Doctor: Any cough?\nPatient: Yes, dry."),
+    ]
+
+
+def _row_for(interview_id: str, final_state: dict[str, Any]) -> dict[str, Any]:
+    from tests.unit.test_run_interviews import _row
+
+    row = _row("amq", interview_id)
+    row["result"]["final_state"] = final_state
+    return row
+
+
+def test_the_control_reads_the_first_asking_arms_transcript_when_several_ask(
+    tmp_path: Path, data_root: Path
+) -> None:
+    cfg = _compose("run_interviews", "arms=[amq,amq_information,single_shot_amq_transcript]",
+                   f"data_root={data_root}")  # fmt: skip
+    worker = _worker(cfg)
+    seen: dict[str, Any] = {}
+    real = worker._one
+
+    async def one(interview: Any, own_transcript: str | None = None, arm: Any = None) -> dict[str, Any]:
+        out: dict[str, Any] = await real(interview, own_transcript, arm)
+        seen[arm[0].questioning.policy if arm[0].mode == "amq" else "control"] = (own_transcript, out)
+        return out
+
+    worker._one = one
+    interview = parse_transcript(TEXT, "T1")
+    asyncio.run(worker._arms(interview, ["amq", "amq_information", "single_shot_amq_transcript"], None))
+    from medagent.history.agent.state import InterviewState
+
+    def transcript(out: dict[str, Any]) -> str:
+        return InterviewState.from_dict(out["result"]["final_state"]).transcript()
+
+    paper = next(k for k in seen if k not in ("information", "control"))
+    assert transcript(seen[paper][1]) != transcript(seen["information"][1])  # the test can tell them apart
+    assert seen["control"][0] == transcript(seen[paper][1])
