@@ -264,6 +264,29 @@ def test_interview_record_and_aggregate() -> None:
     json.dumps(rec.to_dict())
 
 
+def test_the_record_counts_what_grounding_refused_and_a_stateless_arm_has_no_count() -> None:
+    from dataclasses import replace
+
+    from medagent.history.agent.state import Refusal
+
+    ref = extract_reference(IV)
+    agent = HistoryTakingAgent(
+        FakeClinician().model, history_agent_config(max_turns=2), FakeRetriever(), BagOfWordsEmbedder()
+    )
+    result = asyncio.run(agent.run(ScriptedPatient(opening="A cough.")))
+    refused = (
+        Refusal("slot", "onset", "none", "I'm not sure", "the patient was unsure", 1),
+        Refusal("red_flag", "haemoptysis", "haemoptysis", "I have a cough", "the quote does not express it", 1),
+        Refusal("slot", "severity", "moderate", "", "no quote", 2),
+    )
+    result = replace(result, final_state=replace(result.final_state, refused=refused))
+    rec = interview_record(IV, result, ref)
+    assert (rec.refused_slots, rec.refused_flags) == (2, 1)
+    stateless = interview_record(IV, replace(result, mode="single_shot"), ref)
+    assert (stateless.refused_slots, stateless.refused_flags) == (None, None)
+    assert aggregate([rec, stateless])["refused_slots_mean"] == 2.0
+
+
 FACT_ITEMS = [
     {"category": "symptom", "statement": "dry cough for a week", "polarity": "present", "quote": "dry cough for a week"},
     {"category": "symptom", "statement": "coughed up blood", "polarity": "present", "quote": "A little blood this morning"},

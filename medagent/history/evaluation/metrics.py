@@ -239,6 +239,8 @@ def interview_record(
     hit = differential_hit(dx, gold_diagnoses, canonical) if gold_diagnoses else None
     top3 = differential_hit(dx[:3], gold_diagnoses, canonical) if gold_diagnoses else None
     text = a.text() if a.valid else ""
+    asks = history_mode(result.mode).asks_questions
+    refused = result.final_state.refused
     return InterviewRecord(
         interview_id=interview.id,
         source=interview.source,
@@ -263,6 +265,8 @@ def interview_record(
         rouge_l=rouge_l(text, reference.statement) if reference.usable else None,
         fidelity=fidelity_shares(fidelity_labels),
         n_judged=len(fidelity_labels),
+        refused_slots=sum(r.kind == "slot" for r in refused) if asks else None,
+        refused_flags=sum(r.kind == "red_flag" for r in refused) if asks else None,
     )
 
 
@@ -303,6 +307,8 @@ def aggregate(records: Sequence[InterviewRecord]) -> dict[str, Any]:
         "blocked_rate": _mean([r.blocked_rate for r in ok]),
         "redundant_rate": _mean([r.redundant_rate for r in ok]),
         "repeat_rate_lexical": _mean([r.repeat_rate_lexical for r in ok]),
+        "refused_slots_mean": _mean([r.refused_slots for r in ok]),
+        "refused_flags_mean": _mean([r.refused_flags for r in ok]),
         "red_flag_recall": _mean([r.red_flag_recall for r in ok]),
         "red_flag_n": sum(r.red_flag_recall is not None for r in ok),
         "differential_hit_rate": _mean(

@@ -44,6 +44,10 @@ class InterviewRecord:
     summary_fact_recall: float | None = None
     summary_fact_precision: float | None = None
     patient: str | None = None  # who answered (InterviewEvalConfig.patient); None in rows written before
+    # Slot values and red flags the grounding check kept out of the state (medagent.history.agent.grounding);
+    # None for an arm that keeps no state (single shot) and in rows written before.
+    refused_slots: int | None = None
+    refused_flags: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

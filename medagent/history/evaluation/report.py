@@ -46,6 +46,8 @@ CSV_FIELDS = (
     "summary_fact_recall",
     "summary_fact_precision",
     "repeat_rate_lexical",
+    "refused_slots",
+    "refused_flags",
     "finish_reason",
     "elapsed_s",
     "llm_calls",
@@ -67,6 +69,8 @@ TABLE_METRICS = (
     ("turns", "turns_mean", 1),
     ("blocked", "blocked_rate", 3),
     ("repeats (lexical)", "repeat_rate_lexical", 3),
+    ("slot values refused / interview", "refused_slots_mean", 1),  # grounding (agent.grounding)
+    ("red flags refused / interview", "refused_flags_mean", 1),
     ("red-flag recall", "red_flag_recall", 3),
     ("differential hit", "differential_hit_rate", 3),  # MediTOD gold, else the physician's lexicon diagnoses
     (
