@@ -276,7 +276,9 @@ def test_the_record_counts_what_grounding_refused_and_a_stateless_arm_has_no_cou
     result = asyncio.run(agent.run(ScriptedPatient(opening="A cough.")))
     refused = (
         Refusal("slot", "onset", "none", "I'm not sure", "the patient was unsure", 1),
-        Refusal("red_flag", "haemoptysis", "haemoptysis", "I have a cough", "the quote does not express it", 1),
+        Refusal(
+            "red_flag", "haemoptysis", "haemoptysis", "I have a cough", "the quote does not express it", 1
+        ),
         Refusal("slot", "severity", "moderate", "", "no quote", 2),
     )
     result = replace(result, final_state=replace(result.final_state, refused=refused))
