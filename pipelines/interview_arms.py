@@ -9,9 +9,12 @@ reference arm on ``paired_endpoints`` (``medagent.history.evaluation.paired.arms
 CIs, sign-flip permutation p, Holm over every comparison reported, n = interviews both arms scored).
 
 Decoding: the arms run at the agent's ``generation.temperature`` (0 in every conf/history_agent file:
-greedy, so a rerun of an arm on llama.cpp or vLLM gives the same tokens up to the backend's batch-dependent
-floating point; the cost is no sampling diversity, none for these structured replies). The patient
-simulator samples at ``eval`` settings, which the report prints.
+greedy; the cost is no sampling diversity, none for these structured replies). Greedy is still not
+deterministic where the backend batches conversations together (llama.cpp's slots, vLLM's continuous
+batching: a token's logits depend on what shares its forward pass, and greedy paths split on near-ties).
+``repeat_arm=<arm>`` runs that arm a second time as ``<arm>_repeat`` and the report prints the run-to-run
+spread beside the comparisons; the repeat is in no comparison and no Holm family. The replay patient makes no
+model call; a model patient samples at ``eval`` settings, which the report prints.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from medagent.history.evaluation.metrics import BertScorer, add_bertscore
 from medagent.history.evaluation.paired import (
     arms_comparison,
     arms_markdown,
+    paired_difference,
     pairs_csv_rows,
+    spread_markdown,
 )
 from medagent.history.evaluation.report import write_rows
 from medagent.history.evaluation.scoring import KEY, endpoint_failed, load_run, score_run
@@ -52,7 +57,7 @@ RESUMABLE_KEYS = frozenset(
         "limit", "progress", "cluster", "run_dir", "outputs_root", "data_root", "index_dir", "compare",
         "timeline_interview", "max_error_rate", "error_budget_min_n", "resume_check", "*.local_path",
         "llm.request_timeout_s", "llm.max_retries", "llm.api_key_env", "llm.n_threads",
-        "agent.max_concurrency", "eval.bertscore_*", "arms", "paired_endpoints", "reference_arm",
+        "agent.max_concurrency", "eval.bertscore_*", "arms", "paired_endpoints", "reference_arm", "repeat_arm",
     }
 )  # fmt: skip
 
@@ -98,6 +103,10 @@ def arm_configs(cfg: InterviewRunConfig) -> dict[str, HistoryAgentConfig]:
     if len(set(cfg.arms)) != len(cfg.arms):
         raise ValueError(f"arms repeat a name: {cfg.arms}")
     out = {name: one(name) for name in cfg.arms}
+    if cfg.repeat_arm is not None:
+        if cfg.repeat_arm not in out:
+            raise ValueError(f"repeat_arm={cfg.repeat_arm} is not one of the arms {cfg.arms}")
+        out[repeat_name(cfg.repeat_arm)] = one(cfg.repeat_arm)
     asked = False
     for name, agent in out.items():
         if _reads_transcript(agent) and not asked:
@@ -108,8 +117,13 @@ def arm_configs(cfg: InterviewRunConfig) -> dict[str, HistoryAgentConfig]:
     return out
 
 
+def repeat_name(arm: str) -> str:
+    """The run dir and report name of ``repeat_arm``'s second run."""
+    return f"{arm}_repeat"
+
+
 def _arm_cfg(cfg: InterviewRunConfig, agent: HistoryAgentConfig) -> InterviewRunConfig:
-    return replace(cfg, agent=agent, arms=[], compare=[])
+    return replace(cfg, agent=agent, arms=[], compare=[], repeat_arm=None)
 
 
 def _transcript(rd: RunDir, interview_id: str) -> str | None:
@@ -271,12 +285,28 @@ def paired_report(
     for r in runs.values():
         add_bertscore(r.records, scorer)
     reference = cfg.reference_arm or cfg.arms[0]
-    rows = arms_comparison(
-        {n: r.records for n, r in runs.items()}, cfg.paired_endpoints, reference, seed=cfg.seed
+    repeat = repeat_name(cfg.repeat_arm) if cfg.repeat_arm else None
+    compared = {n: r.records for n, r in runs.items() if n != repeat}
+    rows = arms_comparison(compared, cfg.paired_endpoints, reference, seed=cfg.seed)
+    spread = (
+        [
+            paired_difference(
+                runs[cfg.repeat_arm].records,
+                runs[repeat].records,
+                e,
+                arm_a=cfg.repeat_arm,
+                arm_b=repeat,
+                seed=cfg.seed,
+            )  # fmt: skip
+            for e in cfg.paired_endpoints
+        ]
+        if cfg.repeat_arm and repeat
+        else []
     )
     shas = sorted({str(row.get("git_sha")) for r in runs.values() for row in r.rows.values()})
     lines = [f"# History taking, every arm in one run: {cfg.interviews.name}, llm={cfg.llm.name}", ""]
-    check = instrument_check(instrument_runs(arms, {n: r.records for n, r in runs.items()}), seed=cfg.seed)
+    asked = {n: a for n, a in arms.items() if n != repeat}
+    check = instrument_check(instrument_runs(asked, compared), seed=cfg.seed)
     lines += [check.markdown(), ""]
     if len(shas) != 1:
         lines += [f"**The rows were made by different code: git SHAs {', '.join(shas)}.**", ""]
@@ -288,6 +318,14 @@ def paired_report(
         "",
         arms_markdown(rows),
         "",
+        *(
+            spread_markdown(spread)
+            if spread
+            else [
+                "No arm was repeated (`repeat_arm`): the run-to-run spread of the decoding is not measured here.",
+                "",
+            ]
+        ),
         "Per-arm reports: " + ", ".join(f"[{n}](arms/{n}/report.md)" for n in arms),
         "",
     ]
@@ -296,7 +334,7 @@ def paired_report(
     write_rows(root.root / "paired.csv", pairs_csv_rows(rows))
     result = {"arms": list(arms), "reference": reference, "git_shas": shas, "paired": [
         {k: v for k, v in r.to_dict().items() if k != "pairs"} for r in rows
-    ]}  # fmt: skip
+    ], "repeat": [{k: v for k, v in r.to_dict().items() if k != "pairs"} for r in spread]}  # fmt: skip
     root.write_json(root.root / "metrics.json", result)
     print("\n".join(lines))
     print(f"\nrun directory: {root.root}")

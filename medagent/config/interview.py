@@ -392,3 +392,8 @@ class InterviewRunConfig:
         ]
     )
     reference_arm: str | None = None
+    # An arm of ``arms`` run a second time as ``<arm>_repeat`` (same config, same interviews, its own run dir):
+    # the run-to-run spread of the decoding. llama.cpp batches concurrent conversations into one forward pass,
+    # so greedy decoding is not deterministic there; the report sets each comparison beside this spread. The
+    # repeat is left out of the comparisons and their Holm family.
+    repeat_arm: str | None = None

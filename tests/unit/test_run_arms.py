@@ -189,3 +189,44 @@ def test_the_control_reads_the_first_asking_arms_transcript_when_several_ask(
     paper = next(k for k in seen if k not in ("information", "control"))
     assert transcript(seen[paper][1]) != transcript(seen["information"][1])  # the test can tell them apart
     assert seen["control"][0] == transcript(seen[paper][1])
+
+
+def test_a_repeated_arm_measures_the_run_to_run_spread_outside_the_comparisons(
+    tmp_path: Path, data_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from medagent.history.evaluation.metrics import BertScorer
+
+    class Scorer:
+        def score(self, predictions: list[str], references: list[str]) -> list[float]:
+            return [0.5 + 0.001 * len(p) for p in predictions]
+
+    monkeypatch.setattr(BertScorer, "from_config", classmethod(lambda cls, cfg: Scorer()))
+    with pytest.raises(ValueError, match="repeat_arm=amq is not one of the arms"):
+        ra.arm_configs(_compose("run_interviews", "arms=[single_shot,single_shot_oracle]", "repeat_arm=amq"))
+    cfg = _compose("run_interviews", "arms=[single_shot,single_shot_oracle]", "repeat_arm=single_shot",
+                   f"data_root={data_root}", f"run_dir={tmp_path / 'run'}",
+                   "paired_endpoints=[bertscore_f1,n_turns]")  # fmt: skip
+    worker = _worker(cfg)
+    calls: list[list[str]] = []
+
+    def stream(
+        cfg: Any, arms: Any, items: list[dict[str, Any]], endpoints: Any
+    ) -> Iterator[list[dict[str, Any]]]:
+        for item in items:
+            calls.append(json.loads(item["arms"]))
+            out = asyncio.run(worker({k: [v] for k, v in item.items()}))
+            yield [json.loads(r) | {ra.ARM_KEY: a} for r, a in zip(out["row"], out[ra.ARM_KEY], strict=True)]
+
+    monkeypatch.setattr(ra, "stream_arm_rows", stream)
+    monkeypatch.setattr(ra, "ray_session", lambda cluster: nullcontext())
+    monkeypatch.setattr(ra, "deploy", lambda needs: type("E", (), {"llm": None, "services": None})())
+    monkeypatch.setattr(ra, "load_interviews", lambda *a, **k: type(
+        "D", (), {"interviews": [parse_transcript(TEXT, i) for i in ("T1", "T2")], "files": []})())  # fmt: skip
+    result = ra.run_arms(cfg)
+    assert calls == [["single_shot"], ["single_shot_oracle"], ["single_shot_repeat"]] * 2
+    assert {p["arm_b"] for p in result["paired"]} == {"single_shot_oracle"}  # the repeat is no comparison
+    assert [(r["arm_b"], r["metric"], r["n"]) for r in result["repeat"]] == [
+        ("single_shot_repeat", "bertscore_f1", 2), ("single_shot_repeat", "n_turns", 2)]  # fmt: skip
+    text = (tmp_path / "run/report.md").read_text()
+    assert "## Run-to-run spread (one arm run twice)" in text
+    assert "| single_shot | n_turns | 2 | 1.000 | 1.000 | 0.000 | [0.000, 0.000] | 0.000 | 2 of 2 |" in text

@@ -28,7 +28,7 @@ the pairs can be checked.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -192,7 +192,7 @@ def paired_table(
 
 
 def arms_comparison(
-    records: dict[str, Sequence[InterviewRecord]],
+    records: Mapping[str, Sequence[InterviewRecord]],
     endpoints: Sequence[str],
     reference: str,
     *,
@@ -268,3 +268,25 @@ def pairs_csv_rows(rows: Sequence[PairedDifference]) -> list[dict[str, Any]]:
         for r in rows
         for i, va, vb in r.pairs
     ]
+
+
+def spread_markdown(rows: Sequence[PairedDifference]) -> list[str]:
+    """The run-to-run spread: one arm run twice on the same interviews (``repeat_arm``), per endpoint: the mean
+    difference with its t CI, the sd of the per-interview differences and how many interviews came out the same.
+    A comparison whose difference is within this spread cannot be told from rerunning one arm."""
+    lines = [
+        "## Run-to-run spread (one arm run twice)",
+        "",
+        "| arm | endpoint | n pairs | mean | mean (repeat) | repeat - first | 95% CI (t) | sd of differences | identical |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        diffs = [b - a for _, a, b in r.pairs]
+        sd = float(np.std(diffs, ddof=1)) if len(diffs) > 1 else None
+        same = sum(d == 0 for d in diffs)
+        t_ci = "-" if r.t_low is None else f"[{_f(r.t_low)}, {_f(r.t_high)}]"
+        lines.append(
+            f"| {r.arm_a} | {r.metric} | {r.n} | {_f(r.mean_a)} | {_f(r.mean_b)} | {_f(r.mean_diff)} | {t_ci} | "
+            f"{_f(sd)} | {same} of {len(diffs)} |"
+        )
+    return [*lines, ""]
