@@ -56,9 +56,9 @@ def _worker(cfg: Any) -> Any:
     return worker
 
 
-def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
-    tmp_path: Path, data_root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _fake_ray(cfg: Any, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """``run_arms`` without Ray: each item goes straight to a worker on scripted fakes, BERTScore is a length
+    rule and two copies of one transcript are the interviews. Returns the arms of each item, as run."""
     from medagent.history.evaluation.metrics import BertScorer
 
     class Scorer:
@@ -66,9 +66,6 @@ def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
             return [0.5 + 0.001 * len(p) for p in predictions]
 
     monkeypatch.setattr(BertScorer, "from_config", classmethod(lambda cls, cfg: Scorer()))
-    arms = ["single_shot", "single_shot_oracle", "amq", "single_shot_amq_transcript"]
-    cfg = _compose("run_interviews", f"arms=[{','.join(arms)}]", f"data_root={data_root}",
-                   f"run_dir={tmp_path / 'run'}", "paired_endpoints=[bertscore_f1,n_turns]")  # fmt: skip
     worker = _worker(cfg)
     calls: list[list[str]] = []
 
@@ -85,6 +82,16 @@ def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
     monkeypatch.setattr(ra, "deploy", lambda needs: type("E", (), {"llm": None, "services": None})())
     monkeypatch.setattr(ra, "load_interviews", lambda *a, **k: type(
         "D", (), {"interviews": [parse_transcript(TEXT, i) for i in ("T1", "T2")], "files": []})())  # fmt: skip
+    return calls
+
+
+def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
+    tmp_path: Path, data_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arms = ["single_shot", "single_shot_oracle", "amq", "single_shot_amq_transcript"]
+    cfg = _compose("run_interviews", f"arms=[{','.join(arms)}]", f"data_root={data_root}",
+                   f"run_dir={tmp_path / 'run'}", "paired_endpoints=[bertscore_f1,n_turns]")  # fmt: skip
+    calls = _fake_ray(cfg, monkeypatch)
     result = ra.run_arms(cfg)
     # Interleaved: every arm of T1, then every arm of T2, one item per arm (each pair is written when it
     # ends); the transcript control rides with the asking arm whose transcript it reads.
@@ -194,34 +201,12 @@ def test_the_control_reads_the_first_asking_arms_transcript_when_several_ask(
 def test_a_repeated_arm_measures_the_run_to_run_spread_outside_the_comparisons(
     tmp_path: Path, data_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from medagent.history.evaluation.metrics import BertScorer
-
-    class Scorer:
-        def score(self, predictions: list[str], references: list[str]) -> list[float]:
-            return [0.5 + 0.001 * len(p) for p in predictions]
-
-    monkeypatch.setattr(BertScorer, "from_config", classmethod(lambda cls, cfg: Scorer()))
     with pytest.raises(ValueError, match="repeat_arm=amq is not one of the arms"):
         ra.arm_configs(_compose("run_interviews", "arms=[single_shot,single_shot_oracle]", "repeat_arm=amq"))
     cfg = _compose("run_interviews", "arms=[single_shot,single_shot_oracle]", "repeat_arm=single_shot",
                    f"data_root={data_root}", f"run_dir={tmp_path / 'run'}",
                    "paired_endpoints=[bertscore_f1,n_turns]")  # fmt: skip
-    worker = _worker(cfg)
-    calls: list[list[str]] = []
-
-    def stream(
-        cfg: Any, arms: Any, items: list[dict[str, Any]], endpoints: Any
-    ) -> Iterator[list[dict[str, Any]]]:
-        for item in items:
-            calls.append(json.loads(item["arms"]))
-            out = asyncio.run(worker({k: [v] for k, v in item.items()}))
-            yield [json.loads(r) | {ra.ARM_KEY: a} for r, a in zip(out["row"], out[ra.ARM_KEY], strict=True)]
-
-    monkeypatch.setattr(ra, "stream_arm_rows", stream)
-    monkeypatch.setattr(ra, "ray_session", lambda cluster: nullcontext())
-    monkeypatch.setattr(ra, "deploy", lambda needs: type("E", (), {"llm": None, "services": None})())
-    monkeypatch.setattr(ra, "load_interviews", lambda *a, **k: type(
-        "D", (), {"interviews": [parse_transcript(TEXT, i) for i in ("T1", "T2")], "files": []})())  # fmt: skip
+    calls = _fake_ray(cfg, monkeypatch)
     result = ra.run_arms(cfg)
     assert calls == [["single_shot"], ["single_shot_oracle"], ["single_shot_repeat"]] * 2
     assert {p["arm_b"] for p in result["paired"]} == {"single_shot_oracle"}  # the repeat is no comparison
