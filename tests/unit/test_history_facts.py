@@ -76,6 +76,32 @@ def test_extraction_keeps_quoted_facts_sets_aside_the_rest_and_caches(tmp_path: 
     assert cache_key(IV.turns[:-1], "m", "p@v1") != cache_key(IV.turns, "m", "p@v1")
 
 
+class _Slow(ScriptedChatModel):
+    """Yields to the event loop before each reply, so two extractions overlap as two arms' would."""
+
+    async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        return await super().complete(body)
+
+
+def test_two_arms_extracting_one_interview_at_once_pay_once_and_share_an_error(tmp_path: Any) -> None:
+    from medagent.llm.base import LLMError
+
+    async def both(model: Any, cache: FactCache) -> list[Any]:
+        calls = [
+            extract_facts(model, "T1", IV.turns, model="m", chunk_chars=10_000, cache=cache) for _ in range(2)
+        ]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    llm = _Slow(_facts_llm)
+    first, second = asyncio.run(both(llm, FactCache(tmp_path / "ok")))
+    assert first == second and first.facts and len(llm.requests) == 1
+    failing = _Slow([LLMError("503")])  # one call: the second arm waits for the first's outcome
+    errors = asyncio.run(both(failing, FactCache(tmp_path / "failing")))
+    assert [type(e) for e in errors] == [LLMError, LLMError] and len(failing.requests) == 1
+    assert not list((tmp_path / "failing").glob("*.json"))  # nothing cached after an error
+
+
 def test_a_reply_cut_at_its_token_cap_then_an_empty_retry_is_recorded_not_silent() -> None:
     replies = iter(
         [

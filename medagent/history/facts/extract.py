@@ -11,6 +11,7 @@ share one set and a rerun costs no model call.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -91,8 +92,47 @@ async def extract_facts(
         LLMError: The endpoint failed; nothing is cached.
     """
     key = cache_key(turns, model, prompt_id())
-    if cache is not None and (hit := cache.get(interview_id, key)) is not None:
+    if cache is None:
+        return await _extract(
+            llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage
+        )
+    if (hit := cache.get(interview_id, key)) is not None:
         return hit
+    # Arms of one interview can run at once on a worker; the first extracts, the others wait for its set
+    # (and its error) instead of paying for the same calls again.
+    flight = (str(cache.path(interview_id, key)), key)
+    if flight in _IN_FLIGHT:
+        return await asyncio.shield(_IN_FLIGHT[flight])
+    done: asyncio.Future[FactSet] = asyncio.get_running_loop().create_future()
+    _IN_FLIGHT[flight] = done
+    try:
+        fs = await _extract(llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage)
+        cache.put(fs)
+        done.set_result(fs)
+        return fs
+    except BaseException as exc:
+        done.set_exception(exc)
+        done.exception()  # retrieved here, so an extraction nobody waited on logs no "never retrieved"
+        raise
+    finally:
+        del _IN_FLIGHT[flight]
+
+
+# Extractions under way in this process, by (cache file, key): see ``extract_facts``.
+_IN_FLIGHT: dict[tuple[str, str], asyncio.Future[FactSet]] = {}
+
+
+async def _extract(
+    llm: ChatModel,
+    interview_id: str,
+    turns: Sequence[Turn],
+    key: str,
+    model: str,
+    chunk_chars: int,
+    max_tokens: int,
+    json_schema: bool,
+    usage: UsageRecord | None,
+) -> FactSet:
     fs = FactSet(interview_id, key, model, prompt_id())
     template = load_prompt(PROMPT)
     for i, excerpt in enumerate(excerpts(turns, chunk_chars)):
@@ -118,6 +158,4 @@ async def extract_facts(
             fs.errors.append(f"excerpt {i}: retried ({kept} facts after): " + "; ".join(reply.errors)[:300])
         accept(interview_id, [f.model_dump() for f in reply.value.facts], turns, fs)
     fs.facts.sort(key=lambda f: f.turn)
-    if cache is not None:
-        cache.put(fs)
     return fs
