@@ -57,7 +57,7 @@ RESUMABLE_KEYS = frozenset(
         "limit", "progress", "cluster", "run_dir", "outputs_root", "data_root", "index_dir", "compare",
         "timeline_interview", "max_error_rate", "error_budget_min_n", "resume_check", "*.local_path",
         "llm.request_timeout_s", "llm.max_retries", "llm.api_key_env", "llm.n_threads",
-        "agent.max_concurrency", "eval.bertscore_*", "arms", "paired_endpoints", "reference_arm", "repeat_arm",
+        "agent.max_concurrency", "eval.bertscore_*", "eval.facts_concurrency", "arms", "paired_endpoints", "reference_arm", "repeat_arm",
     }
 )  # fmt: skip
 

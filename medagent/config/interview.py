@@ -302,6 +302,9 @@ class InterviewEvalConfig:
     facts_dir: str | None = None
     facts_chunk_chars: int = 1200  # a few exchanges: at most MAX_FACTS_PER_EXCERPT facts each
     facts_max_tokens: int = 768
+    # Excerpts asked at once while extracting one interview's facts (the CPU server's 2 slots; a larger
+    # deployment takes more). How many are in flight, not what is asked: a resumed run may change it.
+    facts_concurrency: int = 2
     fact_match_threshold: float = 0.6  # facts_metrics.FactMatcher's cosine
 
     def __post_init__(self) -> None:

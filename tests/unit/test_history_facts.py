@@ -121,6 +121,34 @@ def test_excerpts_keep_whole_exchanges() -> None:
     assert "\n".join(parts).count("Patient:") == 4
 
 
+def test_excerpts_are_asked_at_once_up_to_the_bound_and_read_in_order() -> None:
+    inside, most = 0, 0
+
+    def by_excerpt(body: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(body["messages"])
+        return completion(json.dumps({"facts": [i for i in ITEMS[:3] if i["quote"].split()[0] in text]}))
+
+    class Counting(ScriptedChatModel):
+        async def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+            nonlocal inside, most
+            inside += 1
+            most = max(most, inside)
+            await asyncio.sleep(0.01)
+            inside -= 1
+            return await super().complete(body)
+
+    parts = len(excerpts(IV.turns, 80))
+    fs = asyncio.run(
+        extract_facts(Counting(by_excerpt), "T1", IV.turns, model="m", chunk_chars=80, concurrency=2)
+    )
+    assert parts > 2 and most == 2
+    most = 0
+    sequential = asyncio.run(
+        extract_facts(Counting(by_excerpt), "T1", IV.turns, model="m", chunk_chars=80, concurrency=1)
+    )
+    assert most == 1 and fs == sequential and [f.turn for f in fs.facts] == [1, 3, 5]
+
+
 def test_replay_patient_answers_verbatim_or_says_it_does_not_know() -> None:
     p = ReplayPatient(IV.turns, BagOfWordsEmbedder(), threshold=0.5)
     assert asyncio.run(p.answer("Do you have a fever at all?")) == "Yes, 38.5 since Monday."

@@ -89,6 +89,7 @@ async def case_facts(
         model=str(getattr(llm, "model", "") or "unknown"),
         chunk_chars=cfg.facts_chunk_chars,
         max_tokens=cfg.facts_max_tokens,
+        concurrency=cfg.facts_concurrency,
         json_schema=json_schema,
         cache=FactCache(Path(cfg.facts_dir)) if cfg.facts_dir else None,
         usage=log,

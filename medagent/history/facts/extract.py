@@ -79,6 +79,7 @@ async def extract_facts(
     json_schema: bool = True,
     cache: FactCache | None = None,
     usage: UsageRecord | None = None,
+    concurrency: int = 2,
 ) -> FactSet:
     """The fact set of one interview's visible ``turns``: read from ``cache`` when there, else extracted
     (module docstring) and written there.
@@ -87,6 +88,7 @@ async def extract_facts(
         llm: The extracting model.
         model: Its name, part of the cache key (the endpoint does not always report it).
         chunk_chars: Excerpt size (characters).
+        concurrency: Excerpts asked at once (the CPU server's slots; more queue there).
 
     Raises:
         LLMError: The endpoint failed; nothing is cached.
@@ -94,7 +96,7 @@ async def extract_facts(
     key = cache_key(turns, model, prompt_id())
     if cache is None:
         return await _extract(
-            llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage
+            llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage, concurrency
         )
     if (hit := cache.get(interview_id, key)) is not None:
         return hit
@@ -106,7 +108,9 @@ async def extract_facts(
     done: asyncio.Future[FactSet] = asyncio.get_running_loop().create_future()
     _IN_FLIGHT[flight] = done
     try:
-        fs = await _extract(llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage)
+        fs = await _extract(
+            llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage, concurrency
+        )
         cache.put(fs)
         done.set_result(fs)
         return fs
@@ -132,22 +136,30 @@ async def _extract(
     max_tokens: int,
     json_schema: bool,
     usage: UsageRecord | None,
+    concurrency: int,
 ) -> FactSet:
     fs = FactSet(interview_id, key, model, prompt_id())
     template = load_prompt(PROMPT)
-    for i, excerpt in enumerate(excerpts(turns, chunk_chars)):
-        reply = await ask(
-            llm,
-            template.render(excerpt=excerpt),
-            FactsReply,
-            prompt=PROMPT,
-            schema_name="facts",
-            json_schema_ok=json_schema,
-            tag="fact extraction",
-            usage=usage,
-            max_tokens=max_tokens,
-            max_retries=1,
-        )
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(excerpt: str) -> Any:
+        async with gate:
+            return await ask(
+                llm,
+                template.render(excerpt=excerpt),
+                FactsReply,
+                prompt=PROMPT,
+                schema_name="facts",
+                json_schema_ok=json_schema,
+                tag="fact extraction",
+                usage=usage,
+                max_tokens=max_tokens,
+                max_retries=1,
+            )
+
+    # The excerpts are independent: asked at once (up to ``concurrency``), read in order.
+    replies = await asyncio.gather(*(one(e) for e in excerpts(turns, chunk_chars)))
+    for i, reply in enumerate(replies):
         if reply.value is None:
             fs.errors.append(f"excerpt {i}: " + "; ".join(reply.errors)[:300])
             continue
