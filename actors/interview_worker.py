@@ -169,15 +169,23 @@ class InterviewWorker:
         out = []
         transcript = transcript or None
         asked = transcript is not None
+        asker_failed = False
         for name in names:
             cfg, agent = self.arms[name]
             reads = cfg.single_shot.context == "transcript_run" and history_mode(cfg.mode).reads_context
+            if reads and asker_failed:
+                # Nothing to summarise: counted as an endpoint failure, so the next run asks both arms again.
+                exc = LLMError("the asking arm's interview failed, so there is no transcript to summarise")
+                failed = error_row(interview, cfg.mode, self.eval_cfg, exc)
+                out.append((name, replace(failed, arm=arm_name(cfg), elapsed_s=0.0).to_dict()))
+                continue
             row = await self._one(interview, transcript if reads else None, (cfg, agent))
             result = row.get("result")
             if history_mode(cfg.mode).asks_questions and not asked:
                 asked = True
                 if result and not row.get("error"):
                     transcript = InterviewState.from_dict(result["final_state"]).transcript()
+                asker_failed = bool(row.get("error"))
             out.append((name, row))
         return out
 

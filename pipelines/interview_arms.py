@@ -106,6 +106,10 @@ def arm_configs(cfg: InterviewRunConfig) -> dict[str, HistoryAgentConfig]:
     if cfg.repeat_arm is not None:
         if cfg.repeat_arm not in out:
             raise ValueError(f"repeat_arm={cfg.repeat_arm} is not one of the arms {cfg.arms}")
+        if repeat_name(cfg.repeat_arm) in out or cfg.reference_arm == repeat_name(cfg.repeat_arm):
+            raise ValueError(
+                f"{repeat_name(cfg.repeat_arm)} is the repeat's name: no arm or reference_arm may take it"
+            )
         out[repeat_name(cfg.repeat_arm)] = one(cfg.repeat_arm)
     asked = False
     for name, agent in out.items():
@@ -126,17 +130,17 @@ def _arm_cfg(cfg: InterviewRunConfig, agent: HistoryAgentConfig) -> InterviewRun
     return replace(cfg, agent=agent, arms=[], compare=[], repeat_arm=None)
 
 
-def _transcript(rd: RunDir, interview_id: str) -> str | None:
-    """The asking arm's transcript of one interview from an earlier attempt of this run, if it finished."""
+def _transcripts(rd: RunDir) -> dict[str, str]:
+    """The asking arm's transcripts from earlier attempts of this run, by interview (scored rows only)."""
     from medagent.history.agent.state import InterviewState
     from medagent.history.evaluation.row import InterviewRow
 
+    out = {}
     for d in rd.latest_records(rd.interviews, KEY, endpoint_failed):
-        if d[KEY] == interview_id:
-            row = InterviewRow.from_dict(d)
-            if row.result is not None and row.scored:
-                return InterviewState.from_dict(row.result["final_state"]).transcript()
-    return None
+        row = InterviewRow.from_dict(d)
+        if row.result is not None and row.scored:
+            out[str(d[KEY])] = InterviewState.from_dict(row.result["final_state"]).transcript()
+    return out
 
 
 def _reads_transcript(agent: HistoryAgentConfig) -> bool:
@@ -155,6 +159,7 @@ def todo_items(
     """
     done = {name: dirs[name].completed_keys(dirs[name].interviews, KEY, endpoint_failed) for name in arms}
     asking = next((n for n, a in arms.items() if history_mode(a.mode).asks_questions), None)
+    earlier_transcripts: dict[str, str] | None = None  # read once, when a control needs one
     items = []
     for iv in interviews:
         left = [name for name in arms if iv.id not in done[name]]
@@ -168,7 +173,9 @@ def todo_items(
             earlier = (
                 asking is not None and asking not in group and any(_reads_transcript(arms[n]) for n in group)
             )
-            transcript = (_transcript(dirs[asking], iv.id) if earlier and asking else None) or ""
+            if earlier and earlier_transcripts is None and asking:
+                earlier_transcripts = _transcripts(dirs[asking])
+            transcript = (earlier_transcripts or {}).get(iv.id, "") if earlier else ""
             items.append(
                 {"id": iv.id, "interview": iv.to_json(), "arms": json.dumps(group), "transcript": transcript}
             )

@@ -20,8 +20,8 @@ from medagent.history.evaluation.patient_validation import (
     summarise,
 )
 from medagent.history.evaluation.record import InterviewRecord
-from medagent.history.facts.extract import excerpts, extract_facts
-from medagent.history.facts.store import FactCache, cache_key, find_quote
+from medagent.history.facts.extract import excerpts, extract_facts, prompt_id
+from medagent.history.facts.store import FactCache, FactSet, cache_key, find_quote
 from medagent.history.simulation.fact_patient import FactPatient
 from medagent.history.simulation.replay import NO_ANSWER, ReplayPatient, transcript_exchanges
 from medagent.interview.transcripts import parse_transcript
@@ -100,6 +100,51 @@ def test_two_arms_extracting_one_interview_at_once_pay_once_and_share_an_error(t
     errors = asyncio.run(both(failing, FactCache(tmp_path / "failing")))
     assert [type(e) for e in errors] == [LLMError, LLMError] and len(failing.requests) == 1
     assert not list((tmp_path / "failing").glob("*.json"))  # nothing cached after an error
+
+
+def test_a_cancelled_caller_leaves_the_other_arm_its_extraction(tmp_path: Any) -> None:
+    llm = _Slow(_facts_llm)
+
+    async def go() -> Any:
+        cache = FactCache(tmp_path)
+        first = asyncio.ensure_future(
+            extract_facts(llm, "T1", IV.turns, model="m", chunk_chars=10_000, cache=cache)
+        )
+        second = asyncio.ensure_future(
+            extract_facts(llm, "T1", IV.turns, model="m", chunk_chars=10_000, cache=cache)
+        )
+        await asyncio.sleep(0)
+        first.cancel()
+        return await second, first
+
+    fs, first = asyncio.run(go())
+    assert first.cancelled() and fs.facts and len(llm.requests) == 1
+
+
+def test_a_worker_in_another_process_waits_for_the_set_being_written_and_reads_it(tmp_path: Any) -> None:
+    import fcntl
+
+    cache = FactCache(tmp_path)
+    key = cache_key(IV.turns, "m", prompt_id())
+    target = cache.path("T1", key)
+    llm = ScriptedChatModel(_facts_llm)
+
+    async def go() -> Any:
+        with open(target.with_name(target.name + ".lock"), "a") as held:  # the other process's lock
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+            waiting = asyncio.ensure_future(
+                extract_facts(llm, "T1", IV.turns, model="m", chunk_chars=10_000, cache=cache)
+            )
+            await asyncio.sleep(0.1)
+            assert not waiting.done()
+            written = FactSet("T1", key, "m", prompt_id())  # what the other process extracted
+            cache.put(written)
+            fcntl.flock(held.fileno(), fcntl.LOCK_UN)
+        return await waiting, written
+
+    got, written = asyncio.run(go())
+    assert got == written and llm.requests == []
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".json", ".lock"]  # no temporary file left
 
 
 def test_a_reply_cut_at_its_token_cap_then_an_empty_retry_is_recorded_not_silent() -> None:

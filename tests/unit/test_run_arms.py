@@ -203,6 +203,9 @@ def test_a_repeated_arm_measures_the_run_to_run_spread_outside_the_comparisons(
 ) -> None:
     with pytest.raises(ValueError, match="repeat_arm=amq is not one of the arms"):
         ra.arm_configs(_compose("run_interviews", "arms=[single_shot,single_shot_oracle]", "repeat_arm=amq"))
+    with pytest.raises(ValueError, match="single_shot_repeat is the repeat's name"):
+        ra.arm_configs(_compose("run_interviews", "arms=[single_shot,single_shot_oracle]", "repeat_arm=single_shot",
+                                "reference_arm=single_shot_repeat"))  # fmt: skip
     cfg = _compose("run_interviews", "arms=[single_shot,single_shot_oracle]", "repeat_arm=single_shot",
                    f"data_root={data_root}", f"run_dir={tmp_path / 'run'}",
                    "paired_endpoints=[bertscore_f1,n_turns]")  # fmt: skip
@@ -215,3 +218,25 @@ def test_a_repeated_arm_measures_the_run_to_run_spread_outside_the_comparisons(
     text = (tmp_path / "run/report.md").read_text()
     assert "## Run-to-run spread (one arm run twice)" in text
     assert "| single_shot | n_turns | 2 | 1.000 | 1.000 | 0.000 | [0.000, 0.000] | 0.000 | 2 of 2 |" in text
+
+
+def test_a_control_whose_asking_arm_failed_is_an_endpoint_failure_not_a_crash(data_root: Path) -> None:
+    from medagent.history.evaluation.scoring import endpoint_failed
+    from medagent.llm.base import LLMError
+
+    cfg = _compose("run_interviews", "arms=[amq,single_shot_amq_transcript]", f"data_root={data_root}")
+    worker = _worker(cfg)
+    amq_cfg, _ = worker.arms["amq"]
+    worker.arms["amq"] = (amq_cfg, type("Down", (), {"run": _raise(LLMError("503")), "cfg": amq_cfg})())
+    out = dict(
+        asyncio.run(worker._arms(parse_transcript(TEXT, "T1"), ["amq", "single_shot_amq_transcript"], None))
+    )
+    assert endpoint_failed(out["amq"]) and endpoint_failed(out["single_shot_amq_transcript"])
+    assert "no transcript to summarise" in out["single_shot_amq_transcript"]["error"]
+
+
+def _raise(exc: Exception) -> Any:
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        raise exc
+
+    return staticmethod(run)

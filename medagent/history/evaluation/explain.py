@@ -22,7 +22,7 @@ from medagent.run.rundir import RunDir
 
 
 def _rows(run_dir: str | Path) -> list[InterviewRow]:
-    rd = RunDir(Path(run_dir))
+    rd = RunDir(Path(run_dir), read_only=True)
     if not rd.interviews.exists():
         raise FileNotFoundError(
             f"{run_dir} holds no interviews.jsonl (an arm's run dir: <run_dir>/arms/<arm>)"

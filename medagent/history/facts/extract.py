@@ -12,7 +12,10 @@ share one set and a rerun costs no model call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+import fcntl
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator
@@ -100,30 +103,83 @@ async def extract_facts(
         )
     if (hit := cache.get(interview_id, key)) is not None:
         return hit
-    # Arms of one interview can run at once on a worker; the first extracts, the others wait for its set
-    # (and its error) instead of paying for the same calls again.
+    # Arms of one interview can run at once: on one worker they share one extraction task (and its error);
+    # workers in other processes wait on a lock file and read the set the first one wrote. The task, not a
+    # caller, does the work, so a caller that is cancelled leaves the others their extraction.
     flight = (str(cache.path(interview_id, key)), key)
-    if flight in _IN_FLIGHT:
-        return await asyncio.shield(_IN_FLIGHT[flight])
-    done: asyncio.Future[FactSet] = asyncio.get_running_loop().create_future()
-    _IN_FLIGHT[flight] = done
-    try:
+    task = _IN_FLIGHT.get(flight)
+    if task is None:
+        task = asyncio.ensure_future(
+            _extract_to_cache(
+                cache,
+                llm,
+                interview_id,
+                turns,
+                key,
+                model,
+                chunk_chars,
+                max_tokens,
+                json_schema,
+                usage,
+                concurrency,
+            )
+        )
+        _IN_FLIGHT[flight] = task
+        task.add_done_callback(lambda t: _landed(flight, t))
+    return await asyncio.shield(task)
+
+
+# Extractions under way in this process, by (cache file, key): see ``extract_facts``.
+_IN_FLIGHT: dict[tuple[str, str], asyncio.Task[FactSet]] = {}
+
+
+def _landed(flight: tuple[str, str], task: asyncio.Task[FactSet]) -> None:
+    _IN_FLIGHT.pop(flight, None)
+    if not task.cancelled():
+        task.exception()  # retrieved, so an extraction every caller left logs no "never retrieved"
+
+
+@contextlib.asynccontextmanager
+async def _locked(path: Path, poll_s: float = 0.5) -> AsyncIterator[None]:
+    """An exclusive ``flock`` on ``path`` across processes, waited for without blocking the event loop."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        while True:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(poll_s)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+async def _extract_to_cache(
+    cache: FactCache,
+    llm: ChatModel,
+    interview_id: str,
+    turns: Sequence[Turn],
+    key: str,
+    model: str,
+    chunk_chars: int,
+    max_tokens: int,
+    json_schema: bool,
+    usage: UsageRecord | None,
+    concurrency: int,
+) -> FactSet:
+    target = cache.path(interview_id, key)
+    async with _locked(target.with_name(target.name + ".lock")):
+        if (
+            hit := cache.get(interview_id, key)
+        ) is not None:  # another process wrote it while this one waited
+            return hit
         fs = await _extract(
             llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage, concurrency
         )
         cache.put(fs)
-        done.set_result(fs)
         return fs
-    except BaseException as exc:
-        done.set_exception(exc)
-        done.exception()  # retrieved here, so an extraction nobody waited on logs no "never retrieved"
-        raise
-    finally:
-        del _IN_FLIGHT[flight]
-
-
-# Extractions under way in this process, by (cache file, key): see ``extract_facts``.
-_IN_FLIGHT: dict[tuple[str, str], asyncio.Future[FactSet]] = {}
 
 
 async def _extract(
@@ -157,8 +213,15 @@ async def _extract(
                 max_retries=1,
             )
 
-    # The excerpts are independent: asked at once (up to ``concurrency``), read in order.
-    replies = await asyncio.gather(*(one(e) for e in excerpts(turns, chunk_chars)))
+    # The excerpts are independent: asked at once (up to ``concurrency``), read in order. A failed one ends
+    # the extraction, and the others are cancelled rather than asked of a failing endpoint.
+    tasks = [asyncio.ensure_future(one(e)) for e in excerpts(turns, chunk_chars)]
+    try:
+        replies = await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        raise
     for i, reply in enumerate(replies):
         if reply.value is None:
             fs.errors.append(f"excerpt {i}: " + "; ".join(reply.errors)[:300])

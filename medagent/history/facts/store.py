@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -200,7 +202,8 @@ class FactCache:
     def put(self, fs: FactSet) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
         p = self.path(fs.interview_id, fs.key)
-        tmp = p.with_suffix(".tmp")
+        # Each writer its own temporary name: workers in other processes may write the same set at once.
+        tmp = p.with_name(f"{p.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         tmp.write_text(json.dumps(fs.to_dict(), indent=1), encoding="utf-8")
         tmp.replace(p)
         return p
