@@ -45,8 +45,8 @@ async def _one(llm: Any, model: str, iv_id: str, turns: Any, cfg: Any, concurren
         "wall_s": round(wall, 1),
         "facts": len(fs.facts),
         "errors": len(fs.errors),
-        "calls": d.get("calls"),
-        "evaluated": d.get("prompt_evaluated_tokens"),
+        "calls": d.get("llm_calls"),
+        "evaluated": d.get("evaluated_tokens"),
         "decoded": d.get("completion_tokens"),
     }
 
@@ -64,7 +64,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     for k, iv in enumerate(interviews):
         turns = _seen(iv)
         order = settings if k % 2 == 0 else settings[::-1]
-        got = {name: await _one(llm, llm.name, iv.id, turns, cfg, c) for name, c in order}
+        got = {name: await _one(llm, llm.model, iv.id, turns, cfg, c) for name, c in order}
         rows.append({"id": iv.id, **got})
         base, conc = got[settings[0][0]], got[settings[1][0]]
         print(
@@ -85,7 +85,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data-root", default=str(REPO.parent / "shared" / "data"))
     p.add_argument("--ids", default="", help="comma-separated RES ids (default: the eval split's)")
     p.add_argument("--limit", type=int, default=2)
-    p.add_argument("--skip", type=int, default=24, help="eval ids to skip (the experiment's first 24 are cached)")
+    p.add_argument(
+        "--skip", type=int, default=24, help="eval ids to skip (the experiment's first 24 are cached)"
+    )
     p.add_argument("--concurrency", type=int, default=2)
     p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
     return p.parse_args(argv)
