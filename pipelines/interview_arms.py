@@ -263,8 +263,11 @@ def run_arms(cfg: InterviewRunConfig) -> dict[str, Any]:
                     f"run_dir={root.root} to resume once the endpoint is fixed"
                 ),
             )  # fmt: skip
+    elsewhere = (
+        "The instrument check and the comparisons of this arm are in the run's [report](../../report.md)."
+    )
     for name, agent in arms.items():
-        score_run(_arm_cfg(cfg, agent), dirs[name], data.interviews)
+        score_run(_arm_cfg(cfg, agent), dirs[name], data.interviews, instrument=elsewhere)
     return paired_report(cfg, arms, dirs, data.interviews, root)
 
 

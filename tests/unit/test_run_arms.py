@@ -111,6 +111,8 @@ def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
     text = (tmp_path / "run/report.md").read_text()
     assert "Holm p" in text and "Primary endpoint: bertscore_f1" in text and "different code" not in text
     # The instrument check opens the report (oracle vs opening-only, on the fact endpoint).
+    arm_report = (tmp_path / "run/arms/amq/report.md").read_text()
+    assert "Instrument check" not in arm_report and "../../report.md" in arm_report
     head = text.split("Primary endpoint")[0]
     assert "Instrument check" in head and "single_shot:full" in head and "single_shot:opening" in head
     # A rerun skips every (interview, arm) pair already written; mixed code is named at the top.

@@ -294,19 +294,21 @@ def write_report(
     title: str,
     paired: Sequence[PairedDifference] = (),
     scoring: str = "",
+    instrument: str | None = None,
 ) -> str:
     """The markdown report (this run first, then the compared runs); returns its text. It opens with the
-    instrument check (``instrument.instrument_check``), failed or passed.
+    instrument check (``instrument.instrument_check``), failed or passed, or with ``instrument``: where the
+    check is (an arm of a multi-arm run is checked in the run's own report).
 
     ``paired`` are the per-interview paired differences against each compared run; ``scoring`` names the
     BERTScore backbone (written under the table, so no figure is read without it).
     """
     main = runs[0]
-    check = instrument_check([(run_arm(r.rows, r.label), r.records) for r in runs])
+    check = instrument or instrument_check([(run_arm(r.rows, r.label), r.records) for r in runs]).markdown()
     lines = [
         f"# {title}",
         "",
-        check.markdown(),
+        check,
         "",
         format_table([(r.label, m) for r, m in zip(runs, metrics, strict=True)]),
         "",

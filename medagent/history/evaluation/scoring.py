@@ -70,7 +70,9 @@ def scoring_note(cfg: InterviewRunConfig) -> str:
     )
 
 
-def score_run(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) -> tuple[dict[str, Any], str]:
+def score_run(
+    cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview], *, instrument: str | None = None
+) -> tuple[dict[str, Any], str]:
     """Scores every row of the run (BERTScore once), writes CSV, metrics, figures and the report.
 
     Returns:
@@ -118,7 +120,10 @@ def score_run(cfg: InterviewRunConfig, rd: RunDir, interviews: list[Interview]) 
     if row is not None and (fig := timeline_figure(row, rd.figures_dir / "timeline.png")):
         figures.append(fig)
     title = f"History taking: {cfg.interviews.name}, arm={run.label}, llm={cfg.llm.name}"
-    write_report(runs, metrics, figures, rd.report_md, title=title, paired=paired, scoring=scoring_note(cfg))
+    write_report(
+        runs, metrics, figures, rd.report_md, title=title, paired=paired, scoring=scoring_note(cfg),
+        instrument=instrument,
+    )  # fmt: skip
     result = metrics[0] | {
         "arm": run.label,
         "paired": [{k: v for k, v in d.to_dict().items() if k != "pairs"} for d in paired],
