@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-from collections.abc import AsyncIterator, Sequence
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -97,10 +98,11 @@ async def extract_facts(
         LLMError: The endpoint failed; nothing is cached.
     """
     key = cache_key(turns, model, prompt_id())
+    run = functools.partial(
+        _extract, llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage, concurrency
+    )  # fmt: skip
     if cache is None:
-        return await _extract(
-            llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage, concurrency
-        )
+        return await run()
     if (hit := cache.get(interview_id, key)) is not None:
         return hit
     # Arms of one interview can run at once: on one worker they share one extraction task (and its error);
@@ -109,21 +111,7 @@ async def extract_facts(
     flight = (str(cache.path(interview_id, key)), key)
     task = _IN_FLIGHT.get(flight)
     if task is None:
-        task = asyncio.ensure_future(
-            _extract_to_cache(
-                cache,
-                llm,
-                interview_id,
-                turns,
-                key,
-                model,
-                chunk_chars,
-                max_tokens,
-                json_schema,
-                usage,
-                concurrency,
-            )
-        )
+        task = asyncio.ensure_future(_extract_to_cache(cache, interview_id, key, run))
         _IN_FLIGHT[flight] = task
         task.add_done_callback(lambda t: _landed(flight, t))
     return await asyncio.shield(task)
@@ -157,27 +145,14 @@ async def _locked(path: Path, poll_s: float = 0.5) -> AsyncIterator[None]:
 
 
 async def _extract_to_cache(
-    cache: FactCache,
-    llm: ChatModel,
-    interview_id: str,
-    turns: Sequence[Turn],
-    key: str,
-    model: str,
-    chunk_chars: int,
-    max_tokens: int,
-    json_schema: bool,
-    usage: UsageRecord | None,
-    concurrency: int,
+    cache: FactCache, interview_id: str, key: str, run: Callable[[], Awaitable[FactSet]]
 ) -> FactSet:
     target = cache.path(interview_id, key)
     async with _locked(target.with_name(target.name + ".lock")):
-        if (
-            hit := cache.get(interview_id, key)
-        ) is not None:  # another process wrote it while this one waited
+        # Another process may have written the set while this one waited for the lock.
+        if (hit := cache.get(interview_id, key)) is not None:
             return hit
-        fs = await _extract(
-            llm, interview_id, turns, key, model, chunk_chars, max_tokens, json_schema, usage, concurrency
-        )
+        fs = await run()
         cache.put(fs)
         return fs
 
