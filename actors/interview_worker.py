@@ -26,7 +26,7 @@ from actors.common import (
 )
 from actors.metrics import meters
 from medagent.config import HistoryAgentConfig, InterviewEvalConfig, LLMConfig, to_dataclass
-from medagent.history import build_history_agent, needs_history_retrieval
+from medagent.history import build_history_agent, needs_history_retrieval, reads_asking_transcript
 from medagent.history.evaluation.row import InterviewRow
 from medagent.history.evaluation.runner import arm_name, closing_rule, evaluate_interview
 from medagent.history.simulation.reference import extract_reference
@@ -172,7 +172,7 @@ class InterviewWorker:
         asker_failed = False
         for name in names:
             cfg, agent = self.arms[name]
-            reads = cfg.single_shot.context == "transcript_run" and history_mode(cfg.mode).reads_context
+            reads = reads_asking_transcript(cfg)
             if reads and asker_failed:
                 # Nothing to summarise: counted as an endpoint failure, so the next run asks both arms again.
                 exc = LLMError("the asking arm's interview failed, so there is no transcript to summarise")

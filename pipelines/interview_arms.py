@@ -27,7 +27,7 @@ from typing import Any
 
 from medagent.config import HistoryAgentConfig, InterviewRunConfig
 from medagent.config.choices import SummaryContext
-from medagent.history import history_mode, needs_history_retrieval
+from medagent.history import history_mode, needs_history_retrieval, reads_asking_transcript
 from medagent.history.agent.information import split_record
 from medagent.history.evaluation.instrument import instrument_check
 from medagent.history.evaluation.metrics import BertScorer, add_bertscore
@@ -113,7 +113,7 @@ def arm_configs(cfg: InterviewRunConfig) -> dict[str, HistoryAgentConfig]:
         out[repeat_name(cfg.repeat_arm)] = one(cfg.repeat_arm)
     asked = False
     for name, agent in out.items():
-        if _reads_transcript(agent) and not asked:
+        if reads_asking_transcript(agent) and not asked:
             raise ValueError(
                 f"arm {name} summarises an asking arm's transcript: list it after one (e.g. amq)"
             )
@@ -143,10 +143,6 @@ def _transcripts(rd: RunDir) -> dict[str, str]:
     return out
 
 
-def _reads_transcript(agent: HistoryAgentConfig) -> bool:
-    return agent.single_shot.context == "transcript_run" and history_mode(agent.mode).reads_context
-
-
 def todo_items(
     arms: dict[str, HistoryAgentConfig], dirs: dict[str, RunDir], interviews: list[Interview]
 ) -> list[dict[str, Any]]:
@@ -165,13 +161,15 @@ def todo_items(
         left = [name for name in arms if iv.id not in done[name]]
         groups: list[list[str]] = []
         for name in left:
-            if _reads_transcript(arms[name]) and asking in left:
+            if reads_asking_transcript(arms[name]) and asking in left:
                 next(g for g in groups if g[0] == asking).append(name)
             else:
                 groups.append([name])
         for group in groups:
             earlier = (
-                asking is not None and asking not in group and any(_reads_transcript(arms[n]) for n in group)
+                asking is not None
+                and asking not in group
+                and any(reads_asking_transcript(arms[n]) for n in group)
             )
             if earlier and earlier_transcripts is None and asking:
                 earlier_transcripts = _transcripts(dirs[asking])

@@ -16,6 +16,7 @@ from medagent.history.agent.modes import (
     HistoryModeSpec,
     history_mode,
     needs_history_retrieval,
+    reads_asking_transcript,
     register_history_mode,
 )
 from medagent.history.agent.redundancy import RedundancyChecker, SentenceEmbedder, TextEmbedder
@@ -69,6 +70,7 @@ __all__ = [
     "build_history_agent",
     "history_mode",
     "needs_history_retrieval",
+    "reads_asking_transcript",
     "register_history_mode",
     "extract_reference",
     "replay",

@@ -75,3 +75,9 @@ def history_mode(mode: str | Enum) -> HistoryModeSpec:
 def needs_history_retrieval(cfg: HistoryAgentConfig) -> bool:
     """Whether ``cfg``'s agent retrieves guidelines, as its mode registered it."""
     return history_mode(cfg.mode).retrieval(cfg)
+
+
+def reads_asking_transcript(cfg: HistoryAgentConfig) -> bool:
+    """Whether ``cfg``'s agent summarises another arm's interview (``single_shot.context=transcript_run``),
+    so it runs after an asking arm and reads that arm's transcript."""
+    return cfg.single_shot.context == "transcript_run" and history_mode(cfg.mode).reads_context
