@@ -182,21 +182,28 @@ def scoring_demand(scoring: OpenScoringConfig) -> list[Demand]:
 
 
 def place(wanted: Sequence[Demand], nodes: Sequence[NodeCapacity]) -> list[str]:
-    """Places ``wanted`` on ``nodes`` first-fit, largest GPU demand first (as whole-GPU placement groups
-    must find untouched GPUs before fractions scatter over them); returns what could not be placed, one line
-    each naming the demand and what each node lacks. Empty: everything fits.
+    """Places ``wanted`` on ``nodes`` first-fit; returns what could not be placed, one line each naming
+    the demand and what each node lacks. Empty: everything fits.
 
-    First-fit can miss a packing that exists; our configs place each part by construction, so a miss here
-    is a config to fix either way.
+    Order: the demand that fits on the fewest empty nodes first (a retriever pinned to ``retrieval_node``
+    before a scoring actor that any GPU node takes, whatever order Ray lists the nodes in), then the largest
+    GPU demand (whole-GPU placement groups must find untouched GPUs before fractions scatter over them).
+    First-fit can still miss a packing that exists; our configs place each part by construction, so a miss
+    here is a config to fix either way.
     """
     free = [n.copy() for n in nodes]
-    order = sorted(wanted, key=lambda d: -sum(b.get(GPU, 0.0) for b in d.bundles))
+    order = sorted(wanted, key=lambda d: (_room(d, nodes), -sum(b.get(GPU, 0.0) for b in d.bundles)))
     missing: list[str] = []
     for demand in order:
         why = _place_one(demand, free)
         if why is not None:
             missing.append(why)
     return missing
+
+
+def _room(demand: Demand, nodes: Sequence[NodeCapacity]) -> int:
+    """On how many of ``nodes``, each empty, ``demand`` fits alone."""
+    return sum(_place_one(demand, [n.copy()]) is None for n in nodes)
 
 
 def _place_one(demand: Demand, free: list[NodeCapacity]) -> str | None:

@@ -134,3 +134,25 @@ def test_fractional_bundle_tells_vllm_its_worker_share() -> None:
     assert kwargs["placement_group_config"]["bundle_per_worker"] == {"GPU": 0.8}
     whole = _run("cluster=single_gpu", "llm=qwen2.5-7b-instruct")
     assert "runtime_env" not in vllm_llm_kwargs(whole.llm, whole.cluster, source="/m")
+
+
+def test_sim_multi_node_places_the_open_ended_suite_whatever_order_ray_lists_its_nodes() -> None:
+    # The scoring actor (1 GPU) fits on the retrieval node or the LLM node; the retriever and reranker
+    # only on the retrieval node. Placing the scoring actor first on whichever node Ray listed first
+    # took the retrieval node's only GPU.
+    from itertools import permutations
+
+    cfg = _run(
+        "cluster=sim_multi_node",
+        "llm=smollm2-135m-vllm-cpu",
+        "experiment=table2_open_ended",
+        "open_scoring.num_gpus=1",
+    )
+    nodes = [
+        NodeCapacity.of("retrieval", {"CPU": 4, "GPU": 1, "retrieval_node": 1, "memory": 8 * GIB}),
+        NodeCapacity.of("llm", {"CPU": 4, "GPU": 4, "llm_node": 1, "memory": 8 * GIB}),
+        NodeCapacity.of("cpu", {"CPU": 4, "memory": 8 * GIB}),
+        NodeCapacity.of("head", {"CPU": 0, "memory": 4 * GIB}),
+    ]
+    for order in permutations(nodes):
+        assert placement_problems(_needs(cfg, scoring=True), list(order)) == [], [n.name for n in order]
