@@ -8,7 +8,14 @@ the units and the four measures: supported, disclosed, false "not sure", invente
         --limit 4 --max-probes 8 --facts-dir outputs/facts                         # the model patients
 
 The replay threshold is chosen first, on ``--train-limit`` training interviews of the fixed RES split
-(other wording; ``choose_threshold``), unless ``--replay-threshold`` is given. The model patients (the LLM
+(other wording, and agent wording on ``--agent-train-limit`` of them when ``--wording`` names it;
+``choose_threshold``), unless ``--replay-threshold`` is given. Agent wording is the ``--llm`` model asking
+for what each physician question asks, in the agent's voice (``agent_wording``; cached under
+``--reword-dir``):
+
+    python benchmarks/validate_patients.py --patients replay --wording own,other,agent --limit 24 \
+        --max-probes 12                                                            # the agent's wording
+ The model patients (the LLM
 simulator shown transcript excerpts, and the fact patient) run on the CPU model of ``--llm`` (llama.cpp),
 as ``pipelines/run_interviews.py`` does; ``--units facts`` extracts each interview's facts with it once
 (cached under ``--facts-dir``). Writes ``validation.md`` and ``validation.json`` to ``--out``.
@@ -28,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from medagent.history.agent.information import DEFAULT_EVAL_FRACTION, DEFAULT_SALT, split_ids  # noqa: E402
+from medagent.history.evaluation import agent_wording as aw  # noqa: E402
 from medagent.history.evaluation import patient_validation as pv  # noqa: E402
 from medagent.history.evaluation.facts_metrics import FactMatcher, clauses  # noqa: E402
 from medagent.history.facts.annotations import crosscheck, load_meditod_units  # noqa: E402
@@ -80,11 +88,41 @@ def _seen(iv: Interview) -> tuple[Any, ...]:
     return visible_turns(iv, extract_reference(iv))
 
 
+def sample(ps: list[pv.Probe], n: int | None) -> list[pv.Probe]:
+    """``n`` of ``ps``, evenly spaced (all when ``n`` is None or not less)."""
+    if not n or len(ps) <= n:
+        return ps
+    step = len(ps) / n
+    return [ps[int(k * step)] for k in range(n)]
+
+
+async def rewordings(
+    llm: Any, cfg: Any, seen: dict[str, Any], max_probes: int | None, root: Path, out: dict[str, Any]
+) -> dict[str, str]:
+    """The agent model's wording of the sampled physician questions of ``seen`` (cached under ``root``);
+    counts what was asked and what failed into ``out["reword"]``."""
+    questions = [p.question for i, t in seen.items() for p in sample(pv.probes(i, t, "own"), max_probes)]
+    cache = aw.RewordCache.open(root, cfg.llm.served_name)
+    before = len(cache.items)
+    t0 = time.perf_counter()
+    got, errors = await aw.reword(llm, questions, cache, json_schema_ok=cfg.llm.supports_json_schema)
+    stats = out.setdefault("reword", {"questions": 0, "asked": 0, "failed": [], "seconds": 0.0})
+    stats["questions"] += len(set(questions))
+    stats["asked"] += len(cache.items) - before + len(errors)
+    stats["failed"] += errors
+    stats["seconds"] = round(stats["seconds"] + time.perf_counter() - t0, 1)
+    stats["cache"] = str(cache.path)
+    return got
+
+
 def replay_threshold(
-    train: list[Interview], embedder: pv.CachedEmbedder, matcher: FactMatcher
+    train: list[Interview],
+    embedder: pv.CachedEmbedder,
+    matcher: FactMatcher,
+    reworded: dict[str, str] | None = None,
 ) -> tuple[float, int, int]:
-    """``choose_threshold`` on the training interviews (sentence units): probes in other wording, and
-    in own wording with the asked exchange left out."""
+    """``choose_threshold`` on the training interviews (sentence units): probes in other wording, in
+    agent wording where ``reworded`` is given, and in own wording with the asked exchange left out."""
     seen = {iv.id: _seen(iv) for iv in train}
     pool = [(i, x.doctor) for i, turns in seen.items() for x in transcript_exchanges(turns)]
     warm(embedder, seen)
@@ -93,6 +131,8 @@ def replay_threshold(
         xs = transcript_exchanges(turns)
         units = pv.sentence_units(i, turns)
         ps = pv.probes(i, turns, "other", pool=pool, embedder=embedder)
+        if reworded is not None:
+            ps += pv.probes(i, turns, "agent", reworded=reworded)
         sims = best_matches(embedder, [p.question for p in ps], [x.doctor for x in xs])
         outcomes += pv.replay_outcomes(xs, ps, sims, units, matcher)
         # Every probe above has its answer in the transcript; the physician's own question with its own
@@ -113,15 +153,34 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     train_ids, eval_ids = split_ids(ids, DEFAULT_EVAL_FRACTION, DEFAULT_SALT)
     out: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}}
     t0 = time.perf_counter()
+    wordings = args.wording.split(",")
+    patients = args.patients.split(",")
+    llm = cfg = None
+    if any(p != "replay" for p in patients) or args.units == "facts" or "agent" in wordings:
+        llm, cfg = _llm(args.llm)
     if args.replay_threshold is None:
         train, _ = load_transcripts("RES", args.data_root, ids=train_ids[: args.train_limit])
-        thr, utility, n = replay_threshold(train, embedder, matcher)
-        out["replay_threshold"] = {"value": thr, "utility": utility, "probes": n, "interviews": len(train)}
+        reworded = None
+        if "agent" in wordings:
+            # The threshold is chosen on the wording it will meet; agent wording of the training interviews
+            # costs one model call per question, so it is asked of ``--agent-train-limit`` of them.
+            some = {iv.id: _seen(iv) for iv in train[: args.agent_train_limit]}
+            reworded = await rewordings(llm, cfg, some, args.max_probes, args.reword_dir, out)
+        thr, utility, n = replay_threshold(train, embedder, matcher, reworded)
+        out["replay_threshold"] = {
+            "value": thr, "utility": utility, "probes": n, "interviews": len(train),
+            "agent_wording_interviews": args.agent_train_limit if reworded is not None else 0,
+        }  # fmt: skip
     else:
         thr = args.replay_threshold
         out["replay_threshold"] = {"value": thr, "given": True}
     evals, _ = load_transcripts("RES", args.data_root, ids=eval_ids[: args.limit] if args.limit else eval_ids)
-    seen = {iv.id: _seen(iv) for iv in evals}
+    seen: dict[str, Any] = {iv.id: _seen(iv) for iv in evals}
+    eval_reworded = (
+        await rewordings(llm, cfg, seen, args.max_probes, args.reword_dir, out)
+        if "agent" in wordings
+        else None
+    )
     annotated = load_meditod_units(seen, args.data_root)
     if args.units == "meditod":  # only the annotated eval interviews
         seen = {i: t for i, t in seen.items() if i in annotated}
@@ -132,16 +191,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     out["matcher_agreement"] = {
         i: pv.matcher_agreement(u, seen[i], matcher) for i, u in annotated.items() if i in seen
     }
-    patients = args.patients.split(",")
-    llm = cfg = None
-    if any(p != "replay" for p in patients) or args.units == "facts":
-        llm, cfg = _llm(args.llm)
     facts: dict[str, FactSet] = {}
     if args.units == "facts":
         from medagent.history.evaluation.runner import case_facts
         from medagent.llm.usage import UsageRecord
 
-        assert cfg is not None
+        assert llm is not None and cfg is not None
         ecfg = cfg.eval
         ecfg.facts_dir = args.facts_dir
         for i, turns in seen.items():
@@ -155,14 +210,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         }
     rows: list[pv.PatientScores] = []
     results: dict[str, list[dict[str, Any]]] = {}
-    for wording in args.wording.split(","):
+    for wording in wordings:
         for kind in patients:
             res: list[pv.ProbeResult] = []
             for i, turns in seen.items():
-                ps = pv.probes(i, turns, wording, pool=pool, embedder=embedder)
-                if args.max_probes and len(ps) > args.max_probes:
-                    step = len(ps) / args.max_probes
-                    ps = [ps[int(k * step)] for k in range(args.max_probes)]
+                # The same exchanges in every wording: sampled in own wording, then worded.
+                picked = {p.exchange for p in sample(pv.probes(i, turns, "own"), args.max_probes)}
+                ps = pv.probes(i, turns, wording, pool=pool, embedder=embedder, reworded=eval_reworded)
+                ps = [p for p in ps if p.exchange in picked]
                 units = (
                     facts[i] if args.units == "facts"
                     else annotated[i] if args.units == "meditod"
@@ -211,7 +266,16 @@ def _patient(
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--patients", default="replay", help="comma list of replay, simulator, facts")
-    ap.add_argument("--wording", default="own,other", help="comma list of own, other")
+    ap.add_argument(
+        "--wording", default="own,other",
+        help="comma list of own, other, agent (agent: the --llm model rewords each question; also used "
+        "to choose the replay threshold)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--agent-train-limit", type=int, default=10,
+        help="training interviews whose questions are reworded for the threshold (agent wording)",
+    )  # fmt: skip
+    ap.add_argument("--reword-dir", type=Path, default=Path("outputs/rewords"), help="rewording cache")
     ap.add_argument(
         "--units", default="sentences", choices=("sentences", "facts", "meditod"),
         help="gold units: answer sentences, extracted facts (model), or MediTOD's annotations (RES0045, RES0054)",

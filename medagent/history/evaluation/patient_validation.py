@@ -4,8 +4,10 @@
 answer) is one probe: the question is posed to the patient built over that interview, and the real answer
 is the gold. The question is posed in the physician's ``own`` wording, or in ``other`` wording: the
 closest question (sentence-embedding cosine) that a physician asked in a *different* interview of the same
-split — what an agent's differently phrased question looks like. Own wording is the easy case for the
-replay patient (its index holds the very question); other wording is the one that tests its retrieval.
+split, or in ``agent`` wording: the agent's model asking for the same thing in its own voice
+(``agent_wording``: complete, filler-free, often two questions in one). Own wording is the easy case for
+the replay patient (its index holds the very question); other wording tests its retrieval on another
+physician's words, agent wording on the words an agent actually sends.
 
 **Units.** The gold of a probe is the case units resting on its real answer: the interview's facts whose
 quote is in the answer's patient turns (``units="facts"``: the extracted fact set), or the answer's
@@ -30,7 +32,7 @@ case" counting 0: answer when a match is more often right than wrong.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -80,14 +82,24 @@ def probes(
     *,
     pool: Sequence[tuple[str, str]] = (),
     embedder: TextEmbedder | None = None,
+    reworded: Mapping[str, str] | None = None,
 ) -> list[Probe]:
     """The probes of one interview; ``other`` wording needs ``pool`` ((interview id, question) of other
-    interviews) and the ``embedder``."""
+    interviews) and the ``embedder``; ``agent`` wording needs ``reworded`` (physician question -> the
+    agent model's wording, ``agent_wording.reword``), and an exchange without one has no probe."""
     xs = transcript_exchanges(turns)
     if wording == "own":
         return [Probe(interview_id, x.index, x.doctor, x.patient_turns, wording) for x in xs]
+    if wording == "agent":
+        if reworded is None:
+            raise ValueError("agent wording needs the rewordings (agent_wording.reword)")
+        return [
+            Probe(interview_id, x.index, reworded[x.doctor], x.patient_turns, wording)
+            for x in xs
+            if x.doctor in reworded
+        ]
     if wording != "other":
-        raise ValueError(f"wording must be 'own' or 'other', got {wording!r}")
+        raise ValueError(f"wording must be 'own', 'other' or 'agent', got {wording!r}")
     others = [q for i, q in pool if i != interview_id]
     if embedder is None or not others or not xs:
         raise ValueError("other wording needs an embedder and questions of other interviews")
