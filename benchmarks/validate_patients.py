@@ -41,7 +41,7 @@ from medagent.history.evaluation.facts_metrics import FactMatcher, clauses  # no
 from medagent.history.facts.annotations import crosscheck, load_meditod_units  # noqa: E402
 from medagent.history.facts.store import FactSet  # noqa: E402
 from medagent.history.simulation.reference import extract_reference, visible_turns  # noqa: E402
-from medagent.history.simulation.replay import ReplayPatient, best_matches, transcript_exchanges  # noqa: E402
+from medagent.history.simulation.replay import ReplayPatient, exchange_matches, transcript_exchanges  # noqa: E402
 from medagent.interview.transcripts import Interview, load_transcripts  # noqa: E402
 
 
@@ -105,7 +105,23 @@ async def rewordings(
     cache = aw.RewordCache.open(root, cfg.llm.served_name)
     before = len(cache.items)
     t0 = time.perf_counter()
-    got, errors = await aw.reword(llm, questions, cache, json_schema_ok=cfg.llm.supports_json_schema)
+    bar: Any = None
+
+    def tick(total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, desc="rewording questions", unit="q")
+        bar.update(1)
+
+    try:
+        got, errors = await aw.reword(
+            llm, questions, cache, json_schema_ok=cfg.llm.supports_json_schema, on_done=tick
+        )
+    finally:
+        if bar is not None:
+            bar.close()
     stats = out.setdefault("reword", {"questions": 0, "asked": 0, "failed": [], "seconds": 0.0})
     stats["questions"] += len(set(questions))
     stats["asked"] += len(cache.items) - before + len(errors)
@@ -120,6 +136,7 @@ def replay_threshold(
     embedder: pv.CachedEmbedder,
     matcher: FactMatcher,
     reworded: dict[str, str] | None = None,
+    keys: str = "exchange",
 ) -> tuple[float, int, int]:
     """``choose_threshold`` on the training interviews (sentence units): probes in other wording, in
     agent wording where ``reworded`` is given, and in own wording with the asked exchange left out."""
@@ -133,12 +150,12 @@ def replay_threshold(
         ps = pv.probes(i, turns, "other", pool=pool, embedder=embedder)
         if reworded is not None:
             ps += pv.probes(i, turns, "agent", reworded=reworded)
-        sims = best_matches(embedder, [p.question for p in ps], [x.doctor for x in xs])
+        sims = exchange_matches(embedder, [p.question for p in ps], xs, keys)
         outcomes += pv.replay_outcomes(xs, ps, sims, units, matcher)
         # Every probe above has its answer in the transcript; the physician's own question with its own
         # exchange left out is the case where it may not, and "I don't know" can be right.
         own = pv.probes(i, turns, "own")
-        sims = best_matches(embedder, [p.question for p in own], [x.doctor for x in xs])
+        sims = exchange_matches(embedder, [p.question for p in own], xs, keys)
         for k, p in enumerate(own):
             sims[k, p.exchange] = -1.0
         outcomes += pv.replay_outcomes(xs, own, sims, units, matcher)
@@ -166,7 +183,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             # costs one model call per question, so it is asked of ``--agent-train-limit`` of them.
             some = {iv.id: _seen(iv) for iv in train[: args.agent_train_limit]}
             reworded = await rewordings(llm, cfg, some, args.max_probes, args.reword_dir, out)
-        thr, utility, n = replay_threshold(train, embedder, matcher, reworded)
+        thr, utility, n = replay_threshold(train, embedder, matcher, reworded, args.replay_keys)
         out["replay_threshold"] = {
             "value": thr, "utility": utility, "probes": n, "interviews": len(train),
             "agent_wording_interviews": args.agent_train_limit if reworded is not None else 0,
@@ -223,7 +240,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     else annotated[i] if args.units == "meditod"
                     else pv.sentence_units(i, turns)
                 )  # fmt: skip
-                patient = _patient(kind, llm, cfg, turns, embedder, thr, facts.get(i))
+                patient = _patient(kind, llm, cfg, turns, embedder, thr, facts.get(i), args.replay_keys)
                 res += await pv.run_probes(patient.answer, ps, units, turns, matcher)
             rows.append(pv.summarise(kind, wording, args.units, res))
             results[f"{kind}/{wording}"] = [
@@ -231,6 +248,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                  "disclosed": r.n_disclosed, "no_answer": r.no_answer, "supported": r.supported}
                 for r in res
             ]  # fmt: skip
+    if args.asked_from:
+        out["asked"] = asked_by_agents(args.asked_from, embedder, thr, args.replay_keys, args.data_root)
     out["table"] = [r.to_dict() for r in rows]
     out["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -242,18 +261,47 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     print(json.dumps(out["replay_threshold"]))
     print(json.dumps(out["matcher_agreement"]))
     print(text)
+    for arm, row in out.get("asked", {}).items():
+        print(f"asked by {arm}: {json.dumps(row)}")
     print(f"{out['seconds']} s")
     return out
 
 
+def asked_by_agents(
+    dirs: list[Path], embedder: Any, thr: float, keys: str, data_root: str | None
+) -> dict[str, dict[str, Any]]:
+    """How many of the questions an agent really asked (each arm dir's ``interviews.jsonl``) the replay
+    patient answers at ``thr`` with ``keys``. There is no gold for them: an "I don't know" may be right
+    (the physician never asked), so this is the answered share, beside the probes' false "not sure"."""
+    out: dict[str, dict[str, Any]] = {}
+    for d in dirs:
+        rows = [
+            json.loads(line) for line in (d / "interviews.jsonl").read_text(encoding="utf-8").splitlines()
+        ]
+        ivs = {
+            iv.id: iv for iv in load_transcripts("RES", data_root, ids=[r["interview_id"] for r in rows])[0]
+        }
+        scores: list[float] = []
+        for r in rows:
+            patient = ReplayPatient(_seen(ivs[r["interview_id"]]), embedder, thr, keys=keys)
+            # The opening question is every arm's; what differs is what the agent asked after it.
+            scores += [patient.match(x["question"])[1] for x in (r.get("simulator") or [])[1:]]
+        out[d.name] = {
+            "interviews": len(rows), "questions": len(scores),
+            "answered": round(sum(s >= thr for s in scores) / max(1, len(scores)), 3),
+            "median_score": round(float(sorted(scores)[len(scores) // 2]), 3) if scores else None,
+        }  # fmt: skip
+    return out
+
+
 def _patient(
-    kind: str, llm: Any, cfg: Any, turns: Any, embedder: Any, thr: float, facts: FactSet | None
+    kind: str, llm: Any, cfg: Any, turns: Any, embedder: Any, thr: float, facts: FactSet | None, keys: str
 ) -> Any:
     from medagent.history.simulation.fact_patient import FactPatient
     from medagent.history.simulation.simulator import PatientSimulator
 
     if kind == "replay":
-        return ReplayPatient(turns, embedder, thr)
+        return ReplayPatient(turns, embedder, thr, keys=keys)
     if kind == "simulator":
         return PatientSimulator(llm, turns, cfg.eval, embedder)
     if kind == "facts":
@@ -286,6 +334,14 @@ if __name__ == "__main__":
         "--train-limit", type=int, default=40, help="training interviews for the replay threshold"
     )
     ap.add_argument("--replay-threshold", type=float, default=None)
+    ap.add_argument(
+        "--asked-from", type=Path, nargs="*", default=[],
+        help="arm dirs of an interview run: how many of the questions the agent asked there are answered",
+    )  # fmt: skip
+    ap.add_argument(
+        "--replay-keys", default="exchange", choices=("exchange", "clauses"),
+        help="what the replay patient compares a question with (eval.replay_keys)",
+    )  # fmt: skip
     ap.add_argument("--match-threshold", type=float, default=0.6, help="FactMatcher cosine")
     ap.add_argument("--llm", default="qwen2.5-coder-1.5b-cpu")
     ap.add_argument("--facts-dir", default="outputs/facts")

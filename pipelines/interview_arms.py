@@ -27,6 +27,7 @@ from typing import Any
 
 from medagent.config import HistoryAgentConfig, InterviewRunConfig
 from medagent.config.choices import SummaryContext
+from medagent.config.legacy import upgrade_history_manifest
 from medagent.history import history_mode, needs_history_retrieval, reads_asking_transcript
 from medagent.history.agent.information import split_record
 from medagent.history.evaluation.instrument import instrument_check
@@ -227,7 +228,7 @@ def run_arms(cfg: InterviewRunConfig) -> dict[str, Any]:
     for name, agent in arms.items():
         rd = RunDir(root.root / "arms" / name)
         sub = _arm_cfg(cfg, agent)
-        previous = rd.read_json(rd.manifest)
+        previous = upgrade_history_manifest(rd.read_json(rd.manifest))  # older run dirs resume too
         config = json.loads(json.dumps(asdict(sub), default=str))
         if cfg.resume_check:
             done = rd.completed_keys(rd.interviews, KEY, endpoint_failed)

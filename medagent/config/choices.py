@@ -173,6 +173,16 @@ class PatientKind(Choice):
     facts = "facts"
 
 
+class ReplayKeys(Choice):
+    """What the replay patient compares a question with (``InterviewEvalConfig.replay_keys``;
+    ``medagent.history.simulation.replay.exchange_keys``): each exchange's doctor text whole, or also each
+    of its sentences and the tail of each sentence after every comma (fillers and a second question in one
+    turn then cost no similarity)."""
+
+    exchange = "exchange"
+    clauses = "clauses"
+
+
 class ChunkingMode(Choice):
     """How an indexed corpus is cut (``ChunkingConfig.mode``): plain chunks, or children of parents."""
 

@@ -78,14 +78,19 @@ def upgrade_config(config: Mapping[str, Any]) -> dict[str, Any]:
     # Not a QA run's config (the history-taking agent has no ``retrieval.top_r``): nothing more to add.
     if not isinstance(agent, Mapping) or "top_r" not in (agent.get("retrieval") or {}):
         return out
-    # Settings added later, with the values every earlier run had.
-    for path, value in QA_ADDED_DEFAULTS.items():
+    return _with_defaults(out, QA_ADDED_DEFAULTS)
+
+
+def _with_defaults(config: dict[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the settings added later (``added``: dotted path -> the value every earlier run
+    had) filled in where it lacks them."""
+    for path, value in added.items():
         *parents, leaf = path.split(".")
-        node = out
+        node = config
         for p in parents:
             node = node.setdefault(p, {})
         node.setdefault(leaf, value)
-    return out
+    return config
 
 
 # A QA run's settings that older manifests lack, and the value those runs ran with.
@@ -166,8 +171,11 @@ HISTORY_AGENT_MOVES: dict[str, str] = {
 
 def upgrade_history_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` (an interview run's config as JSON) with a flat history-agent section moved into its
-    groups; a config recorded with the groups comes back equal. The input is not changed."""
+    groups and the settings added since filled in (``HISTORY_ADDED_DEFAULTS``); a current config comes back
+    equal. The input is not changed."""
     out = copy.deepcopy(dict(config))
+    if isinstance(out.get("eval"), Mapping):
+        _with_defaults(out, HISTORY_ADDED_DEFAULTS)
     agent = out.get("agent")
     if not isinstance(agent, Mapping) or not any(
         k in HISTORY_AGENT_MOVES and not isinstance(v, Mapping) for k, v in agent.items()
@@ -176,6 +184,12 @@ def upgrade_history_config(config: Mapping[str, Any]) -> dict[str, Any]:
         return out
     out["agent"] = _grouped(agent, HISTORY_AGENT_MOVES)
     return out
+
+
+# An interview run's settings that older manifests lack, and the value those runs ran with.
+HISTORY_ADDED_DEFAULTS: dict[str, Any] = {
+    "eval.replay_keys": "exchange",
+}
 
 
 def upgrade_history_manifest(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,9 +75,11 @@ async def reword(
     concurrency: int = 2,
     usage: UsageRecord | None = None,
     save_every: int = 20,
+    on_done: Callable[[int], None] | None = None,
 ) -> tuple[dict[str, str], list[str]]:
     """The agent's wording of each of ``questions`` (those already in ``cache`` are not asked again), and
-    the errors of the questions left without one.
+    the errors of the questions left without one. ``on_done(n_to_ask)`` is called as each asked question
+    ends (a progress bar).
 
     Raises:
         LLMError: The endpoint failed (what was reworded before it is saved).
@@ -102,6 +104,8 @@ async def reword(
                 max_tokens=96,
                 max_retries=1,
             )
+        if on_done is not None:
+            on_done(len(todo))
         if reply.value is None:
             errors.append(f"{q[:80]!r}: " + "; ".join(reply.errors)[:200])
             return

@@ -2,8 +2,10 @@
 
 Deterministic and model-free (only the sentence embedder). The visible interview is cut into exchanges (a
 run of doctor turns, then the patient turns that answer it). A question is embedded and compared by cosine
-with every exchange's doctor text; when the best match reaches ``threshold`` the answer is that exchange's
-patient turns, verbatim; otherwise the patient says ``NO_ANSWER`` — plainly that the transcript holds no
+with every exchange's keys (``exchange_keys``: its doctor text, and with ``keys="clauses"`` also each
+sentence of it and each sentence's tail after every comma, so "OK, OK, and are you on any medications?"
+is also compared as "are you on any medications?"); an exchange scores its best key. When the best
+exchange reaches ``threshold`` the answer is that exchange's patient turns, verbatim; otherwise the patient says ``NO_ANSWER`` — plainly that the transcript holds no
 answer. ``NO_ANSWER`` is the one phrase the patients use for "not in my case" (the fact patient is told to
 use it too), so a reader can tell it from a statement and nothing treats it as a fact.
 
@@ -14,6 +16,7 @@ training split of the RES transcripts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +28,7 @@ from medagent.interview.types import Turn
 from medagent.llm.usage import UsageRecord
 
 NO_ANSWER = "I don't know."
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,38 @@ def best_matches(embedder: TextEmbedder, questions: Sequence[str], keys: Sequenc
     return cosine_matrix(q, k)
 
 
+def exchange_keys(doctor: str, keys: str = "exchange") -> list[str]:
+    """What a question is compared with for one exchange's doctor text (module docstring): ``exchange``,
+    the text whole; ``clauses``, also each sentence and each sentence's tail after every comma."""
+    if keys == "exchange":
+        return [doctor]
+    if keys != "clauses":
+        raise ValueError(f"keys must be 'exchange' or 'clauses', got {keys!r}")
+    out = [doctor]
+    for sentence in _SENTENCE_END.split(doctor):
+        parts = sentence.split(",")
+        out += [",".join(parts[i:]).strip() for i in range(len(parts))]
+    return [k for k in dict.fromkeys(out) if k]
+
+
+def exchange_matches(
+    embedder: TextEmbedder, questions: Sequence[str], exchanges: Sequence[Exchange], keys: str = "exchange"
+) -> np.ndarray:
+    """Every question's score with every exchange, ``(len(questions), len(exchanges))``: the best cosine
+    over the exchange's keys (``exchange_keys``)."""
+    flat: list[str] = []
+    owner: list[int] = []
+    for j, x in enumerate(exchanges):
+        for k in exchange_keys(x.doctor, keys):
+            flat.append(k)
+            owner.append(j)
+    sims = best_matches(embedder, questions, flat)
+    out = np.full((len(questions), len(exchanges)), -1.0, dtype=np.float32)
+    for c, j in enumerate(owner):
+        np.maximum(out[:, j], sims[:, c], out=out[:, j])
+    return out
+
+
 @dataclass
 class ReplayPatient:
     """Answers with the patient's recorded words (module docstring); satisfies ``agent.Patient``.
@@ -74,31 +110,34 @@ class ReplayPatient:
         embedder: Sentence embedder of the questions.
         threshold: Lowest cosine at which the closest exchange is replayed.
         exclude: Exchange indices not to replay (validation leaves the asked exchange out with it).
+        keys: What a question is compared with (``exchange_keys``).
     """
 
     turns: Sequence[Turn]
     embedder: TextEmbedder
     threshold: float
     exclude: frozenset[int] = frozenset()
+    keys: str = "exchange"
     log: list[SimulatedExchange] = field(default_factory=list)
     calls: UsageRecord = field(default_factory=lambda: UsageRecord.calls(by_tag=True))
 
     def __post_init__(self) -> None:
         self.exchanges = [x for x in transcript_exchanges(self.turns) if x.index not in self.exclude]
+        self.keys = str(getattr(self.keys, "value", self.keys))
+        self._owner = [j for j, x in enumerate(self.exchanges) for _ in exchange_keys(x.doctor, self.keys)]
         self._keys: np.ndarray | None = None
 
     def match(self, question: str) -> tuple[Exchange | None, float]:
-        """The closest exchange and its cosine (None when the transcript has no exchange)."""
+        """The closest exchange and its score (None when the transcript has no exchange)."""
         if not self.exchanges:
             return None, 0.0
         if self._keys is None:
-            self._keys = np.asarray(
-                self.embedder.encode([x.doctor for x in self.exchanges]), dtype=np.float32
-            )
+            texts = [k for x in self.exchanges for k in exchange_keys(x.doctor, self.keys)]
+            self._keys = np.asarray(self.embedder.encode(texts), dtype=np.float32)
         q = np.asarray(self.embedder.encode([question]), dtype=np.float32)
         sims = cosine_matrix(q, self._keys)[0]
-        i = int(np.argmax(sims))
-        return self.exchanges[i], float(sims[i])
+        c = int(np.argmax(sims))
+        return self.exchanges[self._owner[c]], float(sims[c])
 
     async def answer(self, question: str) -> str:
         x, sim = self.match(question)
