@@ -37,10 +37,10 @@ sys.path.insert(0, str(REPO))
 from medagent.history.agent.information import DEFAULT_EVAL_FRACTION, DEFAULT_SALT, split_ids  # noqa: E402
 from medagent.history.evaluation import agent_wording as aw  # noqa: E402
 from medagent.history.evaluation import patient_validation as pv  # noqa: E402
+from medagent.history.evaluation import replay_validation as rv  # noqa: E402
 from medagent.history.evaluation.facts_metrics import FactMatcher, clauses  # noqa: E402
 from medagent.history.facts.annotations import crosscheck, load_meditod_units  # noqa: E402
 from medagent.history.facts.store import FactSet  # noqa: E402
-from medagent.history.simulation.reference import extract_reference, visible_turns  # noqa: E402
 from medagent.history.simulation.replay import ReplayPatient, exchange_matches, transcript_exchanges  # noqa: E402
 from medagent.interview.transcripts import Interview, load_transcripts  # noqa: E402
 
@@ -84,24 +84,12 @@ def warm(embedder: pv.CachedEmbedder, seen: dict[str, Any]) -> None:
     embedder.encode(list(dict.fromkeys(texts)))
 
 
-def _seen(iv: Interview) -> tuple[Any, ...]:
-    return visible_turns(iv, extract_reference(iv))
-
-
-def sample(ps: list[pv.Probe], n: int | None) -> list[pv.Probe]:
-    """``n`` of ``ps``, evenly spaced (all when ``n`` is None or not less)."""
-    if not n or len(ps) <= n:
-        return ps
-    step = len(ps) / n
-    return [ps[int(k * step)] for k in range(n)]
-
-
 async def rewordings(
     llm: Any, cfg: Any, seen: dict[str, Any], max_probes: int | None, root: Path, out: dict[str, Any]
 ) -> dict[str, str]:
     """The agent model's wording of the sampled physician questions of ``seen`` (cached under ``root``);
     counts what was asked and what failed into ``out["reword"]``."""
-    questions = [p.question for i, t in seen.items() for p in sample(pv.probes(i, t, "own"), max_probes)]
+    questions = [p.question for i, t in seen.items() for p in rv.sample(pv.probes(i, t, "own"), max_probes)]
     cache = aw.RewordCache.open(root, cfg.llm.served_name)
     before = len(cache.items)
     t0 = time.perf_counter()
@@ -140,7 +128,7 @@ def replay_threshold(
 ) -> tuple[float, int, int]:
     """``choose_threshold`` on the training interviews (sentence units): probes in other wording, in
     agent wording where ``reworded`` is given, and in own wording with the asked exchange left out."""
-    seen = {iv.id: _seen(iv) for iv in train}
+    seen = {iv.id: rv.seen_turns(iv) for iv in train}
     pool = [(i, x.doctor) for i, turns in seen.items() for x in transcript_exchanges(turns)]
     warm(embedder, seen)
     outcomes: list[tuple[float, bool]] = []
@@ -175,24 +163,31 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     llm = cfg = None
     if any(p != "replay" for p in patients) or args.units == "facts" or "agent" in wordings:
         llm, cfg = _llm(args.llm)
+    keys_list = args.replay_keys.split(",")
+    if any(k not in ("exchange", "clauses") for k in keys_list) or len(keys_list) > 2:
+        raise SystemExit(f"--replay-keys: one or two of exchange, clauses; got {args.replay_keys!r}")
+    thresholds: dict[str, float] = {}
+    out["replay_threshold"] = {}
     if args.replay_threshold is None:
         train, _ = load_transcripts("RES", args.data_root, ids=train_ids[: args.train_limit])
         reworded = None
         if "agent" in wordings:
             # The threshold is chosen on the wording it will meet; agent wording of the training interviews
             # costs one model call per question, so it is asked of ``--agent-train-limit`` of them.
-            some = {iv.id: _seen(iv) for iv in train[: args.agent_train_limit]}
+            some = {iv.id: rv.seen_turns(iv) for iv in train[: args.agent_train_limit]}
             reworded = await rewordings(llm, cfg, some, args.max_probes, args.reword_dir, out)
-        thr, utility, n = replay_threshold(train, embedder, matcher, reworded, args.replay_keys)
-        out["replay_threshold"] = {
-            "value": thr, "utility": utility, "probes": n, "interviews": len(train),
-            "agent_wording_interviews": args.agent_train_limit if reworded is not None else 0,
-        }  # fmt: skip
+        for k in keys_list:
+            thr, utility, n = replay_threshold(train, embedder, matcher, reworded, k)
+            thresholds[k] = thr
+            out["replay_threshold"][k] = {
+                "value": thr, "utility": utility, "probes": n, "interviews": len(train),
+                "agent_wording_interviews": args.agent_train_limit if reworded is not None else 0,
+            }  # fmt: skip
     else:
-        thr = args.replay_threshold
-        out["replay_threshold"] = {"value": thr, "given": True}
+        thresholds = dict.fromkeys(keys_list, args.replay_threshold)
+        out["replay_threshold"] = {k: {"value": args.replay_threshold, "given": True} for k in keys_list}
     evals, _ = load_transcripts("RES", args.data_root, ids=eval_ids[: args.limit] if args.limit else eval_ids)
-    seen: dict[str, Any] = {iv.id: _seen(iv) for iv in evals}
+    seen: dict[str, Any] = {iv.id: rv.seen_turns(iv) for iv in evals}
     eval_reworded = (
         await rewordings(llm, cfg, seen, args.max_probes, args.reword_dir, out)
         if "agent" in wordings
@@ -227,12 +222,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         }
     rows: list[pv.PatientScores] = []
     results: dict[str, list[dict[str, Any]]] = {}
+    by_name: dict[tuple[str, str], list[pv.ProbeResult]] = {}
+    runs = [(kind, k) for kind in patients for k in (keys_list if kind == "replay" else keys_list[:1])]
     for wording in wordings:
-        for kind in patients:
+        for kind, keys in runs:
+            name = f"{kind}[{keys}]" if kind == "replay" and len(keys_list) > 1 else kind
             res: list[pv.ProbeResult] = []
             for i, turns in seen.items():
                 # The same exchanges in every wording: sampled in own wording, then worded.
-                picked = {p.exchange for p in sample(pv.probes(i, turns, "own"), args.max_probes)}
+                picked = {p.exchange for p in rv.sample(pv.probes(i, turns, "own"), args.max_probes)}
                 ps = pv.probes(i, turns, wording, pool=pool, embedder=embedder, reworded=eval_reworded)
                 ps = [p for p in ps if p.exchange in picked]
                 units = (
@@ -240,20 +238,30 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     else annotated[i] if args.units == "meditod"
                     else pv.sentence_units(i, turns)
                 )  # fmt: skip
-                patient = _patient(kind, llm, cfg, turns, embedder, thr, facts.get(i), args.replay_keys)
+                patient = _patient(kind, llm, cfg, turns, embedder, thresholds[keys], facts.get(i), keys)
                 res += await pv.run_probes(patient.answer, ps, units, turns, matcher)
-            rows.append(pv.summarise(kind, wording, args.units, res))
-            results[f"{kind}/{wording}"] = [
+            rows.append(pv.summarise(name, wording, args.units, res))
+            by_name[(name, wording)] = res
+            results[f"{name}/{wording}"] = [
                 {"id": r.probe.interview_id, "q": r.probe.question, "a": r.answer, "gold": r.n_gold,
                  "disclosed": r.n_disclosed, "no_answer": r.no_answer, "supported": r.supported}
                 for r in res
             ]  # fmt: skip
     if args.asked_from:
-        out["asked"] = asked_by_agents(args.asked_from, embedder, thr, args.replay_keys, args.data_root)
+        out["asked"] = {
+            k: rv.asked_by_agents(args.asked_from, embedder, thresholds[k], k, args.data_root)
+            for k in keys_list
+        }
+    compared = ""
+    if "replay" in patients and len(keys_list) == 2:
+        compared = pv.paired_rates_table(
+            rv.compare_keys(by_name, keys_list, thresholds, seen, embedder, args.max_probes, wordings)
+        )
+        out["keys_comparison"] = compared
     out["table"] = [r.to_dict() for r in rows]
     out["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)
-    text = pv.table(rows)
+    text = pv.table(rows) + (f"\n\nPaired by interview (b − a):\n\n{compared}" if compared else "")
     (args.out / "validation.md").write_text(text + "\n", encoding="utf-8")
     (args.out / "validation.json").write_text(
         json.dumps(out | {"answers": results}, indent=1), encoding="utf-8"
@@ -261,36 +269,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     print(json.dumps(out["replay_threshold"]))
     print(json.dumps(out["matcher_agreement"]))
     print(text)
-    for arm, row in out.get("asked", {}).items():
-        print(f"asked by {arm}: {json.dumps(row)}")
+    for keys, asked in out.get("asked", {}).items():
+        for arm, row in asked.items():
+            print(f"asked by {arm} ({keys} keys, threshold {thresholds[keys]}): {json.dumps(row)}")
     print(f"{out['seconds']} s")
-    return out
-
-
-def asked_by_agents(
-    dirs: list[Path], embedder: Any, thr: float, keys: str, data_root: str | None
-) -> dict[str, dict[str, Any]]:
-    """How many of the questions an agent really asked (each arm dir's ``interviews.jsonl``) the replay
-    patient answers at ``thr`` with ``keys``. There is no gold for them: an "I don't know" may be right
-    (the physician never asked), so this is the answered share, beside the probes' false "not sure"."""
-    out: dict[str, dict[str, Any]] = {}
-    for d in dirs:
-        rows = [
-            json.loads(line) for line in (d / "interviews.jsonl").read_text(encoding="utf-8").splitlines()
-        ]
-        ivs = {
-            iv.id: iv for iv in load_transcripts("RES", data_root, ids=[r["interview_id"] for r in rows])[0]
-        }
-        scores: list[float] = []
-        for r in rows:
-            patient = ReplayPatient(_seen(ivs[r["interview_id"]]), embedder, thr, keys=keys)
-            # The opening question is every arm's; what differs is what the agent asked after it.
-            scores += [patient.match(x["question"])[1] for x in (r.get("simulator") or [])[1:]]
-        out[d.name] = {
-            "interviews": len(rows), "questions": len(scores),
-            "answered": round(sum(s >= thr for s in scores) / max(1, len(scores)), 3),
-            "median_score": round(float(sorted(scores)[len(scores) // 2]), 3) if scores else None,
-        }  # fmt: skip
     return out
 
 
@@ -339,8 +321,9 @@ if __name__ == "__main__":
         help="arm dirs of an interview run: how many of the questions the agent asked there are answered",
     )  # fmt: skip
     ap.add_argument(
-        "--replay-keys", default="exchange", choices=("exchange", "clauses"),
-        help="what the replay patient compares a question with (eval.replay_keys)",
+        "--replay-keys", default="exchange",
+        help="what the replay patient compares a question with (eval.replay_keys): exchange or clauses, or "
+        "both (exchange,clauses: each on the same probes, and the two compared paired by interview)",
     )  # fmt: skip
     ap.add_argument("--match-threshold", type=float, default=0.6, help="FactMatcher cosine")
     ap.add_argument("--llm", default="qwen2.5-coder-1.5b-cpu")

@@ -53,3 +53,29 @@ def test_run_dirs_recorded_before_the_keys_existed_resume_as_whole_text_keys() -
     assert upgrade_history_config(old)["eval"]["replay_keys"] == "exchange"
     assert "replay_keys" not in old["eval"]
     assert upgrade_history_config({"agent": {"mode": "amq"}}) == {"agent": {"mode": "amq"}}
+
+
+def test_left_out_answers_count_replies_when_the_asked_exchange_is_missing() -> None:
+    from medagent.history.evaluation.replay_validation import left_out_answers
+
+    emb = BagOfWordsEmbedder()
+    # With its own exchange left out, no question matches the other one: every reply is "I don't know".
+    assert left_out_answers({"T1": IV.turns}, emb, 0.8, "clauses", None) == {"T1": [False, False]}
+    # At threshold -1 every question gets the other exchange's words.
+    assert left_out_answers({"T1": IV.turns}, emb, -1.0, "exchange", None) == {"T1": [True, True]}
+
+
+def test_paired_rates_pair_by_interview_and_holm_corrects_the_table() -> None:
+    from medagent.history.evaluation.patient_validation import paired_rates, paired_rates_table
+
+    a = {"i1": [True, True], "i2": [True, False], "i3": [False, False], "only_a": [True]}
+    b = {"i1": [True, False], "i2": [False, False], "i3": [False, False], "empty": []}
+    r = paired_rates("false not sure", "A", a, "B", b)
+    assert r.n == 3 and r.mean_a == pytest.approx(0.5) and r.mean_b == pytest.approx(1 / 6)
+    assert r.diff == pytest.approx(-1 / 3) and r.t_low is not None and r.t_low < r.diff < r.t_high
+    # Two interviews differ, both the same way (the third by 0): 4 of the 8 sign patterns reach |mean|.
+    assert r.p == pytest.approx(0.5)
+    table = paired_rates_table([r, r])
+    assert (
+        "| false not sure | A | B | 3 | 0.500 | 0.167 | -0.333 |" in table and "| 0.5000 | 1.0000 |" in table
+    )

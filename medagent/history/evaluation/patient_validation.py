@@ -277,3 +277,66 @@ def table(rows: Sequence[PatientScores]) -> str:
             f"{r.gold_units} | {r.clauses} |"
         )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PairedRate:
+    """``b − a`` of one per-interview rate over the interviews both have probes for (``paired_rates``)."""
+
+    measure: str
+    a: str
+    b: str
+    n: int
+    mean_a: float
+    mean_b: float
+    diff: float
+    t_low: float | None
+    t_high: float | None
+    p: float | None
+
+
+def paired_rates(
+    measure: str, a_name: str, a: Mapping[str, Sequence[bool]], b_name: str, b: Mapping[str, Sequence[bool]]
+) -> PairedRate:
+    """Two patients' rates of one outcome (``a``/``b``: interview id -> the outcome of each probe), paired
+    by interview: the interview is the unit (its probes share a transcript), with a Student-t CI and a
+    sign-flip p of the mean difference."""
+    from medagent.history.evaluation.paired import sign_flip_p, t_interval
+
+    ids = sorted(i for i in a.keys() & b.keys() if len(a[i]) and len(b[i]))
+    ra = np.array([np.mean(a[i]) for i in ids], dtype=float)
+    rb = np.array([np.mean(b[i]) for i in ids], dtype=float)
+    d = (rb - ra).tolist()
+    lo, hi = t_interval(d)
+    return PairedRate(
+        measure, a_name, b_name, len(ids), _mean(ra), _mean(rb), _mean(rb - ra), lo, hi, sign_flip_p(d)
+    )
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(x.mean()) if x.size else float("nan")
+
+
+def _signed(v: float | None) -> str:
+    return "–" if v is None else f"{v:+.3f}"
+
+
+def _p(v: float | None) -> str:
+    return "–" if v is None else f"{v:.4f}"
+
+
+def paired_rates_table(rows: Sequence[PairedRate]) -> str:
+    """The rows with Holm's correction over them, as markdown."""
+    from medagent.history.evaluation.paired import holm
+
+    adj = holm([r.p for r in rows])
+    out = [
+        "| measure | a | b | interviews | a | b | b − a | 95% t CI | sign-flip p | Holm p |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r, ph in zip(rows, adj, strict=True):
+        out.append(
+            f"| {r.measure} | {r.a} | {r.b} | {r.n} | {r.mean_a:.3f} | {r.mean_b:.3f} | {r.diff:+.3f} | "
+            f"[{_signed(r.t_low)}, {_signed(r.t_high)}] | {_p(r.p)} | {_p(ph)} |"
+        )
+    return "\n".join(out)
