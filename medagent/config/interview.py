@@ -296,9 +296,10 @@ class InterviewEvalConfig:
     # nothing invented by construction (benchmarks/validate_patients.py; docs/results/patient_validation.md).
     patient: PatientKind = PatientKind.replay
     replay_threshold: float = 0.7  # lowest question cosine the replay patient answers at (training split)
-    replay_keys: ReplayKeys = (
-        ReplayKeys.exchange
-    )  # what a question is compared with (docs/results/patient_validation.md)
+    # What a question is compared with: clauses answered more of the agent's wording than whole turns did,
+    # paired on the same probes (docs/results/patient_validation.md); run dirs recorded before the setting
+    # existed resume as ``exchange`` (legacy.HISTORY_ADDED_DEFAULTS).
+    replay_keys: ReplayKeys = ReplayKeys.clauses
     fact_patient_k: int = 6  # facts shown to the fact patient per question
     # The case's facts (medagent.history.facts) and the endpoints read from them; facts_dir caches one fact
     # set per interview, shared by every arm (None: extracted afresh by each arm).
