@@ -336,7 +336,9 @@ def test_evaluate_interview_row(mode: str) -> None:
         assert rec["red_flags_reference"] == ["haemoptysis"]
         assert rec["n_turns"] == 3 and rec["fidelity"]["supported"] == 1.0 and len(row["simulator"]) == 3
         assert rec["red_flag_recall"] in (0.0, 1.0)
+        assert rec["patient_answered"] == 1.0  # this simulator always answers
     else:
+        assert rec["patient_answered"] is None  # no question after the opening
         # The baseline (context=opening) asked the simulated patient the opening question, nothing more.
         assert rec["n_turns"] == 1 and len(row["simulator"]) == 1 and rec["red_flag_recall"] is None
         # Recall is not scored here, so the reference flags are not extracted (no "red flags" call).
@@ -372,3 +374,8 @@ def test_evaluate_interview_with_the_replay_patient() -> None:
     patient_lines = {t.text for t in IV.turns if t.speaker == "patient"}
     assert all(x["answer"] in patient_lines or x["answer"] == "I don't know." for x in row["simulator"])
     assert row["record"]["patient"] == "replay" and row["record"]["fidelity"] == {}
+    # The record counts the answers after the opening: what elicited facts could come from.
+    later = [x["answer"] for x in row["simulator"][1:]]
+    assert len(later) >= 1
+    answered = sum(a != "I don't know." for a in later) / len(later)
+    assert row["record"]["patient_answered"] == pytest.approx(answered)

@@ -309,6 +309,7 @@ def aggregate(records: Sequence[InterviewRecord]) -> dict[str, Any]:
         "repeat_rate_lexical": _mean([r.repeat_rate_lexical for r in ok]),
         "refused_slots_mean": _mean([r.refused_slots for r in ok]),
         "refused_flags_mean": _mean([r.refused_flags for r in ok]),
+        "patient_answered": _mean([r.patient_answered for r in ok]),
         "red_flag_recall": _mean([r.red_flag_recall for r in ok]),
         "red_flag_n": sum(r.red_flag_recall is not None for r in ok),
         "differential_hit_rate": _mean(

@@ -48,6 +48,10 @@ class InterviewRecord:
     # None for an arm that keeps no state (single shot) and in rows written before.
     refused_slots: int | None = None
     refused_flags: int | None = None
+    # The share of the agent's questions after the opening that the patient answered (not "I don't know"):
+    # elicited facts can only come from these. None with no question after the opening, and in rows
+    # written before.
+    patient_answered: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

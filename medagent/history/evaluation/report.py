@@ -48,6 +48,7 @@ CSV_FIELDS = (
     "repeat_rate_lexical",
     "refused_slots",
     "refused_flags",
+    "patient_answered",
     "finish_reason",
     "elapsed_s",
     "llm_calls",
@@ -63,6 +64,7 @@ TABLE_METRICS = (
     ("summary fact recall", "summary_fact_recall", 3),  # the primary endpoint (facts_metrics)
     ("summary fact precision", "summary_fact_precision", 3),
     ("elicited fact recall", "elicited_fact_recall", 3),
+    ("questions the patient answered", "patient_answered", 3),  # after the opening; the rest: "I don't know"
     ("top-3 differential hit", "differential_top3_hit_rate", 3),
     ("BERTScore F1", "bertscore_f1", 3),
     ("ROUGE-L F1", "rouge_l_f1", 3),

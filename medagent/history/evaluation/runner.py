@@ -26,7 +26,7 @@ from medagent.history.agent.amq import HistoryTakingAgent, InterviewResult
 from medagent.history.agent.modes import history_mode
 from medagent.history.agent.redundancy import TextEmbedder
 from medagent.history.agent.single_shot import SingleShotBaseline
-from medagent.history.evaluation.facts_metrics import FactMatcher, fact_scores
+from medagent.history.evaluation.facts_metrics import FactMatcher, fact_scores, is_no_answer
 from medagent.history.evaluation.metrics import RedFlagExtractor, interview_record
 from medagent.history.evaluation.row import InterviewRow
 from medagent.history.facts.extract import extract_facts
@@ -199,6 +199,9 @@ async def evaluate_interview(
         fidelity_labels=labels,
     )
     record.patient = str(cfg.patient)
+    if len(simulator.log) > 1:
+        later = simulator.log[1:]
+        record.patient_answered = sum(not is_no_answer(x.answer) for x in later) / len(later)
     if facts is not None and cfg.fact_endpoints and embedder is not None:
         scores = fact_scores(
             facts.facts,
