@@ -141,3 +141,22 @@ def test_question_summary_fidelity_and_red_flag_schemas_equal_the_hand_written_o
             response_format("red_flags", red_flags_model(tuple(cfg.red_flags))),
             old_red_flags_schema(cfg.red_flags),
         )
+
+
+@pytest.mark.parametrize(
+    ("question", "ok"),
+    [
+        ("How old are you?", True),
+        ("Do you have patients at work who are ill?", True),
+        ("What is the patient's age?", False),
+        ("What tests has the patient had so far?", False),
+        ("What is THE PATIENT's main concern?", False),
+    ],
+)
+def test_a_question_is_said_to_the_patient_not_about_them(question: str, ok: bool) -> None:
+    reply = {"question": question, "slot": SLOTS[0].name}
+    if ok:
+        assert QuestionReply.model_validate(reply).question == question
+    else:
+        with pytest.raises(ValueError, match="said to the patient"):
+            QuestionReply.model_validate(reply)

@@ -22,6 +22,7 @@ finishes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pydantic import field_validator
@@ -47,6 +48,8 @@ from medagent.llm.structured import Output, ask, capped_str, enum_str
 from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
+_ABOUT_THE_PATIENT = re.compile(r"\bthe patient(?:'s|s)?\b", re.IGNORECASE)
+
 
 class QuestionReply(Output):
     """The ``history_question`` reply: the question, and the slot it actually asks about."""
@@ -60,6 +63,10 @@ class QuestionReply(Output):
         text = " ".join(value.split())
         if len(text) < 3:
             raise ValueError("'question' is empty")
+        # A small model sometimes writes a note to itself ("What is the patient's age?"): said to the patient,
+        # it is not a question to them, and the patient cannot answer it.
+        if _ABOUT_THE_PATIENT.search(text):
+            raise ValueError("'question' must be said to the patient, as 'you', not ask about 'the patient'")
         return text
 
     @field_validator("slot")
