@@ -62,6 +62,15 @@ def capped_text(max_length: int) -> Any:
     return Annotated[str, BeforeValidator(_as_text), Field(json_schema_extra={"maxLength": max_length})]
 
 
+def one_line(value: str, name: str) -> str:
+    """A reply field's text on one line (runs of whitespace made one space); raises when nothing is left
+    (a validator's ``ValueError``: the reply is malformed and retried)."""
+    text = " ".join(value.split())
+    if len(text) < 3:
+        raise ValueError(f"'{name}' is empty")
+    return text
+
+
 def capped_list(item: Any, max_items: int) -> Any:
     """A list the schema caps at ``max_items`` items while reading accepts any number (as ``capped_str``)."""
     return Annotated[list[item], Field(json_schema_extra={"maxItems": max_items})]  # type: ignore[valid-type]

@@ -44,7 +44,7 @@ from medagent.history.agent.state import (
     transition,
 )
 from medagent.llm.base import ChatModel
-from medagent.llm.structured import Output, ask, capped_str, enum_str
+from medagent.llm.structured import Output, ask, capped_str, enum_str, one_line
 from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
@@ -60,9 +60,7 @@ class QuestionReply(Output):
     @field_validator("question")
     @classmethod
     def _question(cls, value: str) -> str:
-        text = " ".join(value.split())
-        if len(text) < 3:
-            raise ValueError("'question' is empty")
+        text = one_line(value, "question")
         # A small model sometimes writes a note to itself ("What is the patient's age?"): said to the patient,
         # it is not a question to them, and the patient cannot answer it.
         if _ABOUT_THE_PATIENT.search(text):

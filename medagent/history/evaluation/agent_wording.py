@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import field_validator
 
 from medagent.llm.base import ChatModel
-from medagent.llm.structured import Output, ask, capped_str
+from medagent.llm.structured import Output, ask, capped_str, one_line
 from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
@@ -39,10 +39,7 @@ class Reworded(Output):
     @field_validator("question")
     @classmethod
     def _question(cls, value: str) -> str:
-        text = " ".join(value.split())
-        if len(text) < 3:
-            raise ValueError("'question' is empty")
-        return text
+        return one_line(value, "question")
 
 
 @dataclass
