@@ -79,3 +79,16 @@ def test_a_failed_endpoint_raises_and_keeps_what_was_reworded(tmp_path: Path) ->
     assert RewordCache.open(tmp_path, "m").items == {
         "OK, um, so what brings you in?": "What brings you in today?"
     }
+
+
+def test_a_rewording_about_the_patient_is_asked_again_as_the_agent_would_be(tmp_path: Path) -> None:
+    replies = iter(
+        [
+            completion(json.dumps({"question": "Does the patient smoke?"})),
+            completion(json.dumps({"question": "Do you smoke?"})),
+        ]
+    )
+    llm = ScriptedChatModel(lambda body: next(replies))
+    got, errors = asyncio.run(reword(llm, ["OK. Do you smoke?"], RewordCache.open(tmp_path, "m")))
+    assert got == {"OK. Do you smoke?": "Do you smoke?"} and errors == [] and len(llm.requests) == 2
+    assert "the patient" in llm.requests[1]["messages"][-1]["content"]  # the error, shown to the model

@@ -51,6 +51,16 @@ from medagent.prompts import load_prompt
 _ABOUT_THE_PATIENT = re.compile(r"\bthe patient(?:'s|s)?\b", re.IGNORECASE)
 
 
+def spoken_question(value: str) -> str:
+    """A question reply's text, validated: one line, said to the patient. A small model sometimes writes a
+    note to itself ("What is the patient's age?"): said to the patient, it is not a question to them, and
+    the patient cannot answer it."""
+    text = one_line(value, "question")
+    if _ABOUT_THE_PATIENT.search(text):
+        raise ValueError("'question' must be said to the patient, as 'you', not ask about 'the patient'")
+    return text
+
+
 class QuestionReply(Output):
     """The ``history_question`` reply: the question, and the slot it actually asks about."""
 
@@ -60,12 +70,7 @@ class QuestionReply(Output):
     @field_validator("question")
     @classmethod
     def _question(cls, value: str) -> str:
-        text = one_line(value, "question")
-        # A small model sometimes writes a note to itself ("What is the patient's age?"): said to the patient,
-        # it is not a question to them, and the patient cannot answer it.
-        if _ABOUT_THE_PATIENT.search(text):
-            raise ValueError("'question' must be said to the patient, as 'you', not ask about 'the patient'")
-        return text
+        return spoken_question(value)
 
     @field_validator("slot")
     @classmethod

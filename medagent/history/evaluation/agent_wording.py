@@ -23,8 +23,9 @@ from pathlib import Path
 
 from pydantic import field_validator
 
+from medagent.history.agent.policy import spoken_question
 from medagent.llm.base import ChatModel
-from medagent.llm.structured import Output, ask, capped_str, one_line
+from medagent.llm.structured import Output, ask, capped_str
 from medagent.llm.usage import UsageRecord
 from medagent.prompts import load_prompt
 
@@ -32,14 +33,14 @@ PROMPT = "history_reword"
 
 
 class Reworded(Output):
-    """The ``history_reword`` reply."""
+    """The ``history_reword`` reply, held to the agent's own rule for a question (``spoken_question``)."""
 
     question: capped_str(240)  # type: ignore[valid-type]
 
     @field_validator("question")
     @classmethod
     def _question(cls, value: str) -> str:
-        return one_line(value, "question")
+        return spoken_question(value)
 
 
 @dataclass
