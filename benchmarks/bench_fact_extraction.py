@@ -24,8 +24,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.validate_patients import _llm, _seen  # noqa: E402
+from benchmarks.validate_patients import _llm  # noqa: E402
 from medagent.history.agent.information import DEFAULT_EVAL_FRACTION, DEFAULT_SALT, split_ids  # noqa: E402
+from medagent.history.evaluation.replay_validation import seen_turns  # noqa: E402
 from medagent.history.facts.extract import extract_facts  # noqa: E402
 from medagent.interview.transcripts import load_transcripts  # noqa: E402
 from medagent.llm.usage import UsageRecord  # noqa: E402
@@ -60,9 +61,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         ids = split_ids(all_ids, DEFAULT_EVAL_FRACTION, DEFAULT_SALT)[1][args.skip : args.skip + args.limit]
     interviews, _ = load_transcripts("RES", args.data_root, ids=ids)
     settings = [("one at a time", 1), (f"{args.concurrency} at once", args.concurrency)]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for k, iv in enumerate(interviews):
-        turns = _seen(iv)
+        turns = seen_turns(iv)
         order = settings if k % 2 == 0 else settings[::-1]
         got = {name: await _one(llm, llm.model, iv.id, turns, cfg, c) for name, c in order}
         rows.append({"id": iv.id, **got})
