@@ -22,8 +22,12 @@ from medagent.run import RunDir
 from medagent.types import INVALID, Question
 
 BOOTSTRAP_SAMPLES = 1000
-# Fact-level scores of an interview record, averaged (with CI) on the runs view.
-INTERVIEW_SCORES = ("rouge_l", "bertscore_f1", "red_flag_recall", "differential_hit", "redundant_rate")
+# An interview record's scores, averaged (with CI) on the runs view: the fact-level endpoints first (summary
+# fact recall is the primary one), then the paper's text scores and the agent's own.
+INTERVIEW_SCORES = (
+    "summary_fact_recall", "summary_fact_precision", "elicited_fact_recall", "patient_answered",
+    "rouge_l", "bertscore_f1", "red_flag_recall", "differential_hit", "redundant_rate",
+)  # fmt: skip
 
 
 @dataclass

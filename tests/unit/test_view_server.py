@@ -53,6 +53,9 @@ def test_runs_have_metrics_with_ci_config_cost_and_departures(client: TestClient
     assert full["cost"]["prompt_tokens"] == pytest.approx(300.0)
     assert full["departures"] == fakes.DEPARTURES
     assert runs["interviews / amq"]["kind"] == "interview" and runs["interviews / amq"]["n"] == 1
+    # The interview's scores come from its record, the share of questions the patient answered among them.
+    scores = runs["interviews / amq"]["scores"]
+    assert scores["patient_answered"]["mean"] == 1.0 and scores["patient_answered"]["n"] == 1
 
 
 def test_question_pages_filter_flips_and_sort_by_cost(client: TestClient) -> None:
