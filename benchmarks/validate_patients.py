@@ -34,6 +34,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from medagent.config import InterviewEvalConfig  # noqa: E402
 from medagent.history.agent.information import DEFAULT_EVAL_FRACTION, DEFAULT_SALT, split_ids  # noqa: E402
 from medagent.history.evaluation import agent_wording as aw  # noqa: E402
 from medagent.history.evaluation import patient_validation as pv  # noqa: E402
@@ -321,8 +322,9 @@ if __name__ == "__main__":
         help="arm dirs of an interview run: how many of the questions the agent asked there are answered",
     )  # fmt: skip
     ap.add_argument(
-        "--replay-keys", default="exchange",
-        help="what the replay patient compares a question with (eval.replay_keys): exchange or clauses, or "
+        "--replay-keys", default=InterviewEvalConfig().replay_keys.value,
+        help="what the replay patient compares a question with (eval.replay_keys, whose default is this "
+        "one's): exchange or clauses, or "
         "both (exchange,clauses: each on the same probes, and the two compared paired by interview)",
     )  # fmt: skip
     ap.add_argument("--match-threshold", type=float, default=0.6, help="FactMatcher cosine")
