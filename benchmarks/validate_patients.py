@@ -144,10 +144,7 @@ def replay_threshold(
         # Every probe above has its answer in the transcript; the physician's own question with its own
         # exchange left out is the case where it may not, and "I don't know" can be right.
         own = pv.probes(i, turns, "own")
-        sims = exchange_matches(embedder, [p.question for p in own], xs, keys)
-        for k, p in enumerate(own):
-            sims[k, p.exchange] = -1.0
-        outcomes += pv.replay_outcomes(xs, own, sims, units, matcher)
+        outcomes += pv.replay_outcomes(xs, own, rv.left_out_matches(embedder, own, xs, keys), units, matcher)
     t, utility = pv.choose_threshold([s for s, _ in outcomes], [c for _, c in outcomes])
     return t, utility, len(outcomes)
 

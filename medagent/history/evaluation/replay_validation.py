@@ -15,9 +15,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from medagent.history.evaluation import patient_validation as pv
 from medagent.history.simulation.reference import extract_reference, visible_turns
-from medagent.history.simulation.replay import ReplayPatient, exchange_matches, transcript_exchanges
+from medagent.history.simulation.replay import (
+    Exchange,
+    ReplayPatient,
+    exchange_matches,
+    transcript_exchanges,
+)
 from medagent.interview.transcripts import Interview, load_transcripts
 
 
@@ -34,6 +41,15 @@ def sample(ps: Sequence[pv.Probe], n: int | None) -> list[pv.Probe]:
     return [ps[int(k * step)] for k in range(n)]
 
 
+def left_out_matches(embedder: Any, own: Sequence[pv.Probe], xs: Sequence[Exchange], keys: str) -> np.ndarray:
+    """Each physician question's scores against the exchanges (``exchange_matches``), its own exchange left
+    out (-1): the replay the question meets when the transcript does not hold what it asks."""
+    sims = exchange_matches(embedder, [p.question for p in own], xs, keys)
+    for k, p in enumerate(own):
+        sims[k, p.exchange] = -1.0
+    return sims
+
+
 def left_out_answers(
     seen: dict[str, Any], embedder: Any, thr: float, keys: str, max_probes: int | None
 ) -> dict[str, list[bool]]:
@@ -43,10 +59,7 @@ def left_out_answers(
     out: dict[str, list[bool]] = {}
     for i, turns in seen.items():
         xs = transcript_exchanges(turns)
-        own = sample(pv.probes(i, turns, "own"), max_probes)
-        sims = exchange_matches(embedder, [p.question for p in own], xs, keys)
-        for k, p in enumerate(own):
-            sims[k, p.exchange] = -1.0
+        sims = left_out_matches(embedder, sample(pv.probes(i, turns, "own"), max_probes), xs, keys)
         out[i] = [bool(row.max() >= thr) for row in sims] if len(xs) > 1 else []
     return out
 

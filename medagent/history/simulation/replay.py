@@ -124,7 +124,9 @@ class ReplayPatient:
     def __post_init__(self) -> None:
         self.exchanges = [x for x in transcript_exchanges(self.turns) if x.index not in self.exclude]
         self.keys = str(getattr(self.keys, "value", self.keys))
-        self._owner = [j for j, x in enumerate(self.exchanges) for _ in exchange_keys(x.doctor, self.keys)]
+        pairs = [(j, k) for j, x in enumerate(self.exchanges) for k in exchange_keys(x.doctor, self.keys)]
+        self._owner = [j for j, _ in pairs]
+        self._texts = [k for _, k in pairs]
         self._keys: np.ndarray | None = None
 
     def match(self, question: str) -> tuple[Exchange | None, float]:
@@ -132,8 +134,7 @@ class ReplayPatient:
         if not self.exchanges:
             return None, 0.0
         if self._keys is None:
-            texts = [k for x in self.exchanges for k in exchange_keys(x.doctor, self.keys)]
-            self._keys = np.asarray(self.embedder.encode(texts), dtype=np.float32)
+            self._keys = np.asarray(self.embedder.encode(self._texts), dtype=np.float32)
         q = np.asarray(self.embedder.encode([question]), dtype=np.float32)
         sims = cosine_matrix(q, self._keys)[0]
         c = int(np.argmax(sims))
