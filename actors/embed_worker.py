@@ -27,7 +27,7 @@ BLOCK_COLUMNS = ["id", "title", "content", "ordinal"]
 
 class EmbedWorker:
     """``map_batches`` UDF: shard rows ``source, shard, path`` -> chunk rows ``id, source, shard, ordinal,
-    embedding`` (float32 ``(n, dim)``).
+    embedding`` (float32 ``(n, dim)``), ``precision`` (the encoder's: ``fp16`` on a GPU, else ``fp32``).
 
     Args:
         embedder: ``EmbedderConfig`` as a dict.
@@ -61,4 +61,5 @@ class EmbedWorker:
             if out["embedding"]
             else np.zeros((0, self.embedder.dimension), np.float32)
         )
-        return {**{k: np.asarray(v) for k, v in out.items()}, "embedding": vectors}
+        precision = np.asarray([self.embedder.precision] * len(vectors))
+        return {**{k: np.asarray(v) for k, v in out.items()}, "embedding": vectors, "precision": precision}

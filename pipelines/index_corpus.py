@@ -255,10 +255,16 @@ def embed_missing(
         },
         **embed_worker_map_kwargs(cfg.cluster),
     )
-    collector = ShardCollector(layout, expected)
+    job = read_json(layout.job) or {}
+    collector = ShardCollector(layout, expected, precision=job.get("precision"))
     every = max(1, len(todo) // 50)
     for batch in finished_batches(ds, "numpy"):
-        for source, k in collector.add(batch):  # type: ignore[arg-type]
+        done = collector.add(batch)  # type: ignore[arg-type]
+        if collector.precision != job.get("precision"):
+            # Recorded with the first shard, so a resume on another kind of device is refused (ShardCollector).
+            job["precision"] = collector.precision
+            write_json_atomic(layout.job, job)
+        for source, k in done:
             if on_shard is not None:
                 on_shard(source, k, expected[(source, k)])
             n = len(collector.written)

@@ -31,6 +31,7 @@ from medagent.retrieval.index import build_dense_index, bytes_per_vector, save_f
 from medagent.retrieval.layout import (
     MANIFEST_FORMAT,
     IndexLayout,
+    read_json,
     write_json_atomic,
     write_parquet_atomic,
     write_shard,
@@ -198,15 +199,43 @@ class ShardCollector:
     Args:
         layout: The index folder.
         expected: ``(source, shard) -> rows`` of every shard being embedded.
+        precision: The encoder precision (``fp16`` / ``fp32``) of the shards already in the folder, ``None``
+            when none was recorded. Rows carrying another precision are refused: one index's vectors must
+            come from one precision, and a job started on CPU (fp32) and resumed on a GPU (fp16) would mix
+            them under one fingerprint. ``self.precision`` holds it once the first row with one arrives.
     """
 
-    def __init__(self, layout: IndexLayout, expected: dict[tuple[str, int], int]) -> None:
+    def __init__(
+        self, layout: IndexLayout, expected: dict[tuple[str, int], int], precision: str | None = None
+    ) -> None:
         self.layout, self.expected = layout, dict(expected)
+        self.precision = precision
         self._rows: dict[tuple[str, int], dict[int, tuple[str, np.ndarray]]] = {}
         self.written: list[tuple[str, int]] = []
 
+    def _check_precision(self, batch: dict[str, Any]) -> None:
+        found = {str(p) for p in batch.get("precision", [])}
+        if len(found) > 1:
+            raise ValueError(f"one embedded batch mixes encoder precisions {sorted(found)}")
+        if not found:
+            return
+        (got,) = found
+        if self.precision is not None and got != self.precision:
+            fix = (
+                "resume with embedder.half_on_gpu=false to keep fp32 on the GPU"
+                if self.precision == "fp32"
+                else "resume where the encoder runs on a GPU (fp16 is GPU only)"
+            )
+            raise ValueError(
+                f"{self.layout.root}: its shards were embedded in {self.precision} and this run's encoder "
+                f"runs in {got}; one index cannot mix them: {fix}, or use another out_dir"
+            )
+        self.precision = got
+
     def add(self, batch: dict[str, Any]) -> list[tuple[str, int]]:
-        """Rows ``id, source, shard, ordinal, embedding``; returns the shards completed by this batch."""
+        """Rows ``id, source, shard, ordinal, embedding`` (and ``precision``, checked before anything is
+        written); returns the shards completed by this batch."""
+        self._check_precision(batch)
         done: list[tuple[str, int]] = []
         emb = np.asarray(batch["embedding"], dtype=np.float32)
         for i, (doc_id, source, shard, ordinal) in enumerate(
@@ -346,7 +375,9 @@ def write_index_manifest(
     manifest.update({"format": MANIFEST_FORMAT, "fingerprint": fp, "complete": True, "sources": sources, "totals": totals,
                      "timings": timings, "missing_sources": missing})  # fmt: skip
     e = cfg.embedder
+    # The precision the shards were encoded in (None for a folder started before it was recorded).
+    precision = (read_json(layout.job) or {}).get("precision")
     manifest["embedder"] = {"name": e.name, "model": e.model.name, "dimension": e.dimension, "metric": e.metric,
-                            "normalize": e.normalize}  # fmt: skip
+                            "normalize": e.normalize, "precision": precision}  # fmt: skip
     write_json_atomic(layout.manifest, manifest)
     return manifest

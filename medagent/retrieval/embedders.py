@@ -128,12 +128,17 @@ class Embedder:
         if use_half(self.cfg, self.device):
             st.half()
         log.info("embedder %s: loaded %s on %s (dim %d, %s)", self.cfg.name, model.name, self.device, dim,
-                 "fp16" if use_half(self.cfg, self.device) else "fp32")  # fmt: skip
+                 self.precision)  # fmt: skip
         return st
 
     @property
     def dimension(self) -> int:
         return self.cfg.dimension
+
+    @property
+    def precision(self) -> str:
+        """``fp16`` or ``fp32``: the vectors of one index must all come from one, so a build records it."""
+        return "fp16" if use_half(self.cfg, self.device) else "fp32"
 
     def _encode(self, model: Any, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -69,6 +69,8 @@ def test_kill_and_resume_gives_the_same_index(
     resumed = run(_cfg(tmp_path / "resumed", data_root, cluster_cfg))
     assert resumed["complete"] and resumed["timings"]["embed"]["shards_embedded"] == shards_total - 2
     assert resumed["totals"] == totals
+    # The encoder precision is recorded with the first shard (a resume in another one is refused).
+    assert fresh["embedder"]["precision"] == resumed["embedder"]["precision"] == "fp32"
 
     fresh_layout = IndexLayout(tmp_path / "fresh")
     for source in ("medquad", "pubmedqa", "bioasq"):

@@ -130,6 +130,26 @@ def test_shard_collector_writes_each_shard_once_complete(tmp_path: Path) -> None
         collector.add(rows([0]) | {"shard": [7]})
 
 
+def test_shard_collector_refuses_a_second_precision_before_writing(tmp_path: Path) -> None:
+    layout = IndexLayout(tmp_path)
+
+    def rows(i: int, precision: str) -> dict[str, object]:
+        return {"id": [f"c{i}"], "source": ["s"], "shard": [i], "ordinal": [0],
+                "embedding": np.eye(2, dtype=np.float32)[[i]], "precision": [precision]}  # fmt: skip
+
+    started = ShardCollector(layout, {("s", 0): 1, ("s", 1): 1})
+    assert started.precision is None
+    assert started.add(rows(0, "fp32")) == [("s", 0)] and started.precision == "fp32"
+    # A job started on CPU (fp32) and resumed where the encoder runs in fp16 is refused, with the fix.
+    resumed = ShardCollector(layout, {("s", 1): 1}, precision=started.precision)
+    with pytest.raises(ValueError, match=r"fp32 .* fp16.*half_on_gpu=false"):
+        resumed.add(rows(1, "fp16"))
+    assert not layout.shard("s", 1).exists()
+    with pytest.raises(ValueError, match="mixes encoder precisions"):
+        resumed.add({**rows(1, "fp32"), "id": ["a", "b"], "precision": ["fp32", "fp16"]})
+    assert resumed.add(rows(1, "fp32")) == [("s", 1)]
+
+
 def test_bm25_ranks_term_matches_and_skips_non_matches(tmp_path: Path) -> None:
     texts = [
         "aspirin for stroke prevention",
