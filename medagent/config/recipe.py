@@ -107,6 +107,9 @@ def departures(config: Mapping[str, Any], index: Mapping[str, Any] | None = None
         out.append(
             "llm.tool_calls: json_schema (each agent turn decoded under a schema; the paper: native calls)"
         )
+    if mode == "gated":
+        out.append("agent.mode: gated (beyond the paper: the standalone answer stands above the gate's "
+                   "threshold, and only the rest reach the agent)")  # fmt: skip
     searching = mode in TOOL_MODES or mode == "no_tools"
     for key, (want, words) in PAPER_METHOD.items():
         if not searching and key.startswith(SEARCH_KEYS):
@@ -114,10 +117,13 @@ def departures(config: Mapping[str, Any], index: Mapping[str, Any] | None = None
         if mode not in TOOL_MODES and key.startswith("agent.loop."):
             continue
         got = _value(_get(config, key))
-        if got is None and key == "agent.loop.memory" and mode == "full":
-            got = "cache_prune"  # the mode's default (medagent.agent.tools.MODE_DEFAULTS)
-        if mode != "full" and key == "agent.loop.memory":
-            continue  # the ablations change the memory on purpose
+        # The gated agent's tools part is a mode of its own (agent.gate.tools_mode), with that mode's memory.
+        memory_mode = str(_get(config, "agent.gate.tools_mode")) if mode == "gated" else mode
+        if key == "agent.loop.memory":
+            if memory_mode != "full":
+                continue  # the ablations change the memory on purpose
+            if got is None:
+                got = "cache_prune"  # the mode's default (medagent.agent.tools.MODE_DEFAULTS)
         if got != want and not (isinstance(want, float) and isinstance(got, (int, float)) and got == want):
             out.append(f"{key}: {got!r} (the paper: {words})")
     if searching and index is not None:

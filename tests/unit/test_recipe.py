@@ -111,3 +111,19 @@ def test_recipe_paper_keeps_each_ablations_own_memory() -> None:
               for mode in ("full", "no_cache_prune", "no_search", "gated")}  # fmt: skip
     assert memory == {"full": "documents", "no_cache_prune": "context", "no_search": "none", "gated": None}
     assert _compose("agent=full")["agent"]["loop"]["memory"] == "cache_prune"
+
+
+def test_the_gated_agent_under_the_paper_recipe_names_its_gate_and_its_tools_memory() -> None:
+    found = departures(_compose(*PAPER_72B, "agent=gated", "benchmark=usmle_step2"))
+    # Its tools part takes full's own bank (loop.memory null), not the recipe's: both are departures.
+    assert [d.split(":")[0] for d in found] == ["agent.mode", "agent.loop.memory"]
+    assert "'cache_prune'" in found[1]
+    found = departures(
+        _compose(*PAPER_72B, "agent=gated", "agent.loop.memory=documents", "benchmark=usmle_step2")
+    )
+    assert [d.split(":")[0] for d in found] == ["agent.mode"]
+    # A gate over an ablation keeps that ablation's bank, as the ablation itself does.
+    ablation = _compose(
+        *PAPER_72B, "agent=gated", "agent.gate.tools_mode=no_cache_prune", "benchmark=usmle_step2"
+    )
+    assert [d.split(":")[0] for d in departures(ablation)] == ["agent.mode"]
