@@ -19,6 +19,11 @@ interviews of ``--turns`` turns) with its patient simulator, as ``pipelines.run_
   llama.cpp's previous defaults (``--old-llm``: 2 slots, no slot affinity, llama.cpp's batch sizes);
 - new: the package defaults (``conf/llm/<--llm>.yaml``, bounded replies) plus ``--new-llm``.
 
+The history agent's change-only update replaced the whole-state one and has no switch, so both arms use it:
+the history comparison sees the llama.cpp settings only (``benchmarks/bench_update_tokens.py`` counts what
+the update change saves). Interviews come from the eval split (``osce_res_eval``), whose case facts the
+seed B experiment caches.
+
 ``--old`` / ``--new`` (QA) and ``--old-history`` / ``--new-history`` add Hydra overrides to an arm (e.g. the
 history agent's change-only update switch). Temperature 0 and a fixed engine seed throughout. Printed:
 questions/hour and interviews/hour (over the answering wall time, model loading excluded), tokens sent /
@@ -61,9 +66,11 @@ from pipelines.submit import compose_pipeline_config  # noqa: E402
 OLD_LLM = ["llm.n_ctx=16384", "llm.n_parallel=2", "llm.n_threads=2", "llm.slot_affinity=false"]
 OLD_QA = ["agent.cap_outputs=false"]
 DETERMINISTIC = ["agent.sampling.temperature=0.0"]
-# The interview record's figures compared old vs new, where the record has them (``InterviewRecord``; a
-# ``fact_recall`` figure is read when the record carries one).
-HISTORY_METRICS = ("fact_recall", "red_flag_recall", "rouge_l", "bertscore_f1")
+# The interview record's figures compared old vs new (``InterviewRecord``): the fact-level endpoints first.
+HISTORY_METRICS = ("elicited_fact_recall", "summary_fact_recall", "summary_fact_precision", "patient_answered",
+                   "red_flag_recall", "rouge_l", "bertscore_f1")  # fmt: skip
+# The eval split, whose case facts the seed B experiment caches (outputs/facts): both arms read the same ones.
+HISTORY_DATA = ["interviews=osce_res_eval"]
 
 
 @dataclass
@@ -301,7 +308,7 @@ def main() -> None:
                 qa[name].name = name
                 _print_arm("QA agent (full)", qa[name], "question")
             if args.interviews:
-                h_over = [*llm, f"agent.max_turns={args.turns}", *hist_over]
+                h_over = [*HISTORY_DATA, *llm, f"agent.max_turns={args.turns}", *hist_over]
                 if args.guidelines_dir:
                     h_over.append(f"index_dir={args.guidelines_dir}")
                 h_cfg = _compose("run_interviews", h_over)
