@@ -56,7 +56,7 @@ ARM_KEY = "arm_key"
 RESUMABLE_KEYS = frozenset(
     {
         "limit", "progress", "cluster", "run_dir", "outputs_root", "data_root", "index_dir", "compare",
-        "timeline_interview", "max_error_rate", "error_budget_min_n", "resume_check", "*.local_path",
+        "timeline_interview", "max_error_rate", "error_budget_min_n", "resume_check", "report_only", "*.local_path",
         "llm.request_timeout_s", "llm.max_retries", "llm.api_key_env", "llm.n_threads",
         "agent.max_concurrency", "eval.bertscore_*", "eval.facts_concurrency", "arms", "paired_endpoints", "reference_arm", "repeat_arm",
     }
@@ -245,7 +245,9 @@ def run_arms(cfg: InterviewRunConfig) -> dict[str, Any]:
     log.info(
         "%d interviews x %d arms in %s: %d pairs to go", len(data.interviews), len(arms), root.root, pairs
     )
-    if items:
+    if items and cfg.report_only:
+        log.warning("report_only: %d pairs not run; the reports cover the pairs already written", pairs)
+    if items and not cfg.report_only:
         with ray_session(cfg.cluster):
             from actors.deploy import needs_for_interviews
 
@@ -267,7 +269,7 @@ def run_arms(cfg: InterviewRunConfig) -> dict[str, Any]:
     )
     for name, agent in arms.items():
         score_run(_arm_cfg(cfg, agent), dirs[name], data.interviews, instrument=elsewhere)
-    return paired_report(cfg, arms, dirs, data.interviews, root)
+    return paired_report(cfg, arms, dirs, data.interviews, root, pending=pairs if cfg.report_only else 0)
 
 
 def instrument_runs(arms: dict[str, HistoryAgentConfig], records: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -286,8 +288,10 @@ def paired_report(
     dirs: dict[str, RunDir],
     interviews: list[Interview],
     root: RunDir,
+    pending: int = 0,
 ) -> dict[str, Any]:
-    """``report.md`` and ``paired.csv`` of the run: every arm against the reference arm (module docstring)."""
+    """``report.md`` and ``paired.csv`` of the run: every arm against the reference arm (module docstring).
+    ``pending``: (interview, arm) pairs not yet run (an interim report says so at its top)."""
     ids = {iv.id for iv in interviews}
     runs = {name: load_run(name, dirs[name].root, ids) for name in arms}
     scorer = BertScorer.from_config(cfg.eval)
@@ -317,6 +321,10 @@ def paired_report(
     asked = {n: a for n, a in arms.items() if n != repeat}
     check = instrument_check(instrument_runs(asked, compared), seed=cfg.seed)
     lines += [check.markdown(), ""]
+    if pending:
+        written = sum(len(r.rows) for r in runs.values())
+        lines += [f"**Interim report: {written} (interview, arm) pairs written, {pending} still to run.** "
+                  "Each comparison uses the interviews both of its arms finished.", ""]  # fmt: skip
     if len(shas) != 1:
         lines += [f"**The rows were made by different code: git SHAs {', '.join(shas)}.**", ""]
     lines += [

@@ -185,7 +185,10 @@ def run(cfg: InterviewRunConfig) -> dict[str, Any]:
         cfg.interviews.name, len(data.interviews), len(data.interviews) - len(todo), rd.root, len(todo),
         cfg.agent.mode,
     )  # fmt: skip
-    if todo:
+    if todo and cfg.report_only:
+        log.warning("report_only: %d interviews not run; the report covers the %d already run",
+                    len(todo), len(data.interviews) - len(todo))  # fmt: skip
+    elif todo:
         _interview_with_ray(cfg, todo, rd)
     result = report(cfg, rd, data.interviews)
     print(f"\nrun directory: {rd.root}")

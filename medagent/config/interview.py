@@ -382,6 +382,9 @@ class InterviewRunConfig:
     timeline_interview: str | None = None
     # Refuse to resume a run dir whose interviews were run under other settings (medagent.run.drift).
     resume_check: bool = True
+    # Score and report what the run dir holds without running anything (a long run's interim report, e.g.
+    # while it is stopped); the reports say how many interviews or (interview, arm) pairs are still to go.
+    report_only: bool = False
     # Every arm in one run (pipelines.run_interviews.run_arms): conf/history_agent option names, run on the
     # same interviews, interleaved per interview, on one deployment; empty = the one arm ``agent``. Each
     # arm is its file with ``arm_overrides`` (HistoryAgentConfig keys, e.g. +arm_overrides.max_turns=16) applied.

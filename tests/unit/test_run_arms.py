@@ -123,6 +123,27 @@ def test_a_multi_arm_run_is_paired_resumable_and_names_its_code(
     assert "different code" in (tmp_path / "run/report.md").read_text()
 
 
+def test_report_only_reports_the_pairs_written_and_runs_none(
+    tmp_path: Path, data_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = _compose("run_interviews", "arms=[single_shot,amq]", f"data_root={data_root}",
+                   f"run_dir={tmp_path / 'run'}", "paired_endpoints=[n_turns]")  # fmt: skip
+    calls = _fake_ray(cfg, monkeypatch)
+    ra.run_arms(cfg)
+    assert "Interim report" not in (tmp_path / "run/report.md").read_text()
+    amq = tmp_path / "run/arms/amq/interviews.jsonl"
+    amq.write_text(amq.read_text().splitlines()[0] + "\n")  # as if stopped before amq finished T2
+    ran = len(calls)
+    cfg.report_only = True
+    result = ra.run_arms(cfg)
+    assert len(calls) == ran  # nothing ran
+    assert [(p["arm_b"], p["n"]) for p in result["paired"]] == [("amq", 1)]
+    assert (
+        "**Interim report: 3 (interview, arm) pairs written, 1 still to run.**"
+        in (tmp_path / "run/report.md").read_text()
+    )
+
+
 class _Done:
     """A per-arm run dir as ``todo_items`` reads it: the interviews done, and the asking arm's rows."""
 

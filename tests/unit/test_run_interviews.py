@@ -281,3 +281,27 @@ def test_interview_run_dirs_with_the_flat_agent_keys_still_resume(
     cfg.agent.generation.max_tokens_summary = 64
     with pytest.raises(ConfigDriftError, match=r"agent\.generation\.max_tokens_summary: 384 -> 64"):
         ri.run(cfg)
+
+
+def test_report_only_scores_the_interviews_run_and_runs_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import pipelines.run_interviews as ri
+    from medagent.interview.sources import InterviewSet
+    from medagent.run import RunDir
+
+    interviews = [parse_transcript(TEXT, i) for i in ("T1", "T2")]
+    ran: list[list[str]] = []
+    monkeypatch.setattr(ri, "load_interviews", lambda *a, **k: InterviewSet("t", interviews, []))
+    monkeypatch.setattr(ri, "_interview_with_ray", lambda cfg, todo, rd: ran.append([iv.id for iv in todo]))
+    monkeypatch.setattr(ri, "report", lambda cfg, rd, ivs: {"reported": len(ivs)})
+    cfg = InterviewRunConfig(run_dir=str(tmp_path / "run"), agent=history_agent_config(max_turns=3))
+    rd = RunDir.create(cfg.run_dir, str(tmp_path), "x")
+    rd.append_records(rd.interviews, [_row("amq", "T1")], key="interview_id")
+    ri.run(cfg)
+    assert ran == [["T2"]]  # T1 is done, T2 to go
+    cfg.report_only = True  # the run dir made without it resumes under it (it changes no row)
+    with caplog.at_level("WARNING"):
+        assert ri.run(cfg) == {"reported": 2}
+    assert ran == [["T2"]]
+    assert "report_only: 1 interviews not run; the report covers the 1 already run" in caplog.text
