@@ -20,6 +20,7 @@ from medagent.agent import AgentDeps, build_agent
 from medagent.config import AgentConfig, LLMConfig, to_dataclass
 from medagent.llm.base import ChatModel, LLMError
 from medagent.llm.endpoints import LLMEndpoint, ServicesEndpoint
+from medagent.retrieval.holdout import HeldOutRetriever, evidence_articles, holding_out
 from medagent.types import INVALID, Prediction, Question
 
 REQUIRED_INPUT_KEYS = ("id", "question")
@@ -68,8 +69,11 @@ class AgentWorker:
 
     def _build(self) -> Any:
         llm = self.chat_model_factory(self.llm_cfg, self.endpoint)
+        services = services_for(self.services_endpoint)
+        if self.agent_cfg.retrieval.hold_out_own_evidence and "retriever" in services:
+            services["retriever"] = HeldOutRetriever(services["retriever"])
         deps = AgentDeps(
-            **services_for(self.services_endpoint),
+            **services,
             json_schema=self.llm_cfg.supports_json_schema,
             tool_calls=self.llm_cfg.tool_calls,
             tool_choice=self.llm_cfg.tool_choice,
@@ -81,12 +85,15 @@ class AgentWorker:
         async with self._sem:
             new_memory = getattr(self._agent, "new_memory", None)
             mode = self.agent_cfg.mode
+            # This task's searches leave the question's own articles out (none unless configured).
+            held = evidence_articles(q) if self.agent_cfg.retrieval.hold_out_own_evidence else frozenset()
             try:
-                if new_memory is None:
-                    pred: Prediction = await self._agent.answer(q)
-                else:
-                    self.memory_banks[q.id] = new_memory(q)
-                    pred = await self._agent.answer(q, memory=self.memory_banks[q.id])
+                with holding_out(held):
+                    if new_memory is None:
+                        pred: Prediction = await self._agent.answer(q)
+                    else:
+                        self.memory_banks[q.id] = new_memory(q)
+                        pred = await self._agent.answer(q, memory=self.memory_banks[q.id])
                 meters().tool_calls(pred)
                 return pred
             except LLMError as exc:

@@ -102,6 +102,7 @@ QA_ADDED_DEFAULTS: dict[str, Any] = {
     # Tool replies were unbounded and a conversation took any free slot.
     "agent.cap_outputs": False,
     "llm.slot_affinity": False,
+    "agent.retrieval.hold_out_own_evidence": False,
 }
 
 

@@ -145,6 +145,9 @@ class QARetrievalConfig:
     # Passed through to Retriever.retrieve; None leaves the retrieval server's default.
     sources: list[str] | None = None
     mode: RetrievalMode | None = None
+    # Leave each question's own source articles out of every search (PubMedQA's abstract, BioASQ's cited
+    # articles: medagent.retrieval.holdout), so one index gives MIRAGE's setting (false) and held-out evidence.
+    hold_out_own_evidence: bool = False
 
     def __post_init__(self) -> None:
         coerce_choices(self, "agent.retrieval")

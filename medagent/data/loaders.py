@@ -255,8 +255,20 @@ def _bioasq_row(task: int, batch: str, q: dict[str, Any]) -> dict[str, Any]:
         "options": dict(YES_NO),
         "answer": _letter(answer, YES_NO),  # one 8b answer is "Yes": case is not meaningful
         "explanation": ideal,
-        "metadata": {"task": f"{task}b", "batch": batch},
+        # The articles the experts cited and took the gold snippets from: what an index must leave out to
+        # hold the question's own evidence out (medagent.retrieval.holdout). Not shown to the agent.
+        "metadata": {"task": f"{task}b", "batch": batch, "documents": _bioasq_documents(q)},
     }
+
+
+def _bioasq_documents(q: dict[str, Any]) -> list[str]:
+    refs = [d for d in q.get("documents") or [] if isinstance(d, str)]
+    refs += [
+        s["document"]
+        for s in q.get("snippets") or []
+        if isinstance(s, dict) and isinstance(s.get("document"), str)
+    ]
+    return sorted(set(refs))
 
 
 def _batch_number(path: Path) -> int:
