@@ -18,6 +18,9 @@ from medagent.run import RunDir
 from medagent.types import Gold, Prediction
 
 KEY_FIELDS = ("benchmark", "llm", "mode", "top_r", "open_ended")
+# Appended to the mode of a run whose searches left each question's own articles out
+# (agent.retrieval.hold_out_own_evidence): the same agent with and without its evidence are two arms.
+HELD_OUT = "/held_out"
 
 
 @dataclass(frozen=True)
@@ -106,9 +109,10 @@ def run_key(config: dict[str, Any] | None, metrics: dict[str, Any] | None) -> Ru
     if _is_benchmark_config(config):
         agent = upgrade_config(config).get("agent") or {}  # older run dirs record the agent's keys flat
         top_r = (agent.get("retrieval") or {}).get("top_r")
+        held = bool((agent.get("retrieval") or {}).get("hold_out_own_evidence"))
         return RunKey(
             benchmark=str((config.get("benchmark") or {}).get("name", "?")),
-            mode=str(agent.get("mode", "?")),
+            mode=str(agent.get("mode", "?")) + (HELD_OUT if held else ""),
             top_r=int(top_r) if top_r is not None else None,
             open_ended=bool(agent.get("open_ended", False)),
             llm=str((config.get("llm") or {}).get("name", "?")),

@@ -72,3 +72,35 @@ def test_report_beside_the_paper_on_the_papers_items(tmp_path: Path) -> None:
     assert all(r["departures"] for r in report.tables["departures"].records)
     md = report.markdown
     assert "Table 3 beside the paper" in md and "÷ GPT-4 − 1" in md and "| published |" in md
+
+
+def test_held_out_evidence_is_its_own_arm_compared_with_both_neighbours(tmp_path: Path) -> None:
+    import json
+    from dataclasses import asdict
+
+    from medagent.config import BenchmarkConfig, LLMConfig, RunConfig
+    from medagent.report.loader import load_runs
+    from medagent.report.paper import paired_tests
+    from medagent.run import RunDir
+    from medagent.types import Gold, Prediction
+    from tests.configs import agent_config
+
+    golds = [Gold(id=f"pubmedqa-{i}", answer="A") for i in range(10)]
+    right = {"standalone": 5, "full": 9, "full_held": 6}
+    for arm, k in right.items():
+        agent = agent_config(mode=arm.removesuffix("_held"))
+        agent.retrieval.hold_out_own_evidence = arm.endswith("_held")
+        cfg = RunConfig(benchmark=BenchmarkConfig(name="pubmedqa", loader="pubmedqa"), agent=agent,
+                        llm=LLMConfig(name="m"))  # fmt: skip
+        rd = RunDir(tmp_path / arm)
+        rd.write_json(rd.manifest, {"config": json.loads(json.dumps(asdict(cfg), default=str))})
+        rd.write_golds(golds)
+        rd.append_predictions(Prediction(id=g.id, benchmark="pubmedqa", answer="A" if n < k else "B")
+                              for n, g in enumerate(golds))  # fmt: skip
+    runs, notes = load_runs([str(tmp_path)])
+    assert sorted(r.key.mode for r in runs) == ["full", "full/held_out", "standalone"] and not notes
+    table, found = paired_tests(runs)
+    got = {(base, treat): p.diff for (_, _, base, treat), p in found.items()}
+    assert got == pytest.approx({("standalone", "full"): 0.4, ("standalone", "full/held_out"): 0.1,
+                                 ("full/held_out", "full"): 0.3})  # fmt: skip
+    assert "Holm over 3 comparisons" in table.notes
