@@ -16,7 +16,7 @@ from typing import Any
 from medagent.data import resolve_data_root
 from medagent.eval import BenchmarkMetrics
 from medagent.report import figures
-from medagent.report.evidence import evidence_by_source, gold_in_retrieved
+from medagent.report.evidence import evidence_by_source, gold_in_retrieved, own_evidence_retrieved
 from medagent.report.gate import DEFAULT_THRESHOLDS, sweep_table
 from medagent.report.loader import Run, describe, labels, load_runs, select_cells
 from medagent.report.paper import (
@@ -183,6 +183,7 @@ def build_report(
             gate_curve,
             evidence_by_source(selected),
             gold_in_retrieved(selected),
+            own_evidence_retrieved(selected),
         )
     }
     tables.update(_beside_paper(runs, selected, acc, open_metrics, tables["fig3_top_r"], opts, notes))
@@ -283,7 +284,9 @@ def render(
     parts.append("## Cost, latency and flips\n")
     parts += [tables[n].to_markdown() for n in ("cost_latency", "cost_by_call", "flips")]
     parts.append("## Evidence by source\n")
-    parts += [tables[n].to_markdown() for n in ("evidence_by_source", "gold_in_retrieved")]
+    parts += [
+        tables[n].to_markdown() for n in ("evidence_by_source", "gold_in_retrieved", "own_evidence_retrieved")
+    ]
     parts.append("## Confidence gate: search only when it helps\n")
     parts.append(
         _figure_section("Accuracy vs cost per question", figs["gate_pareto"], out_dir, "no agent=gated run")

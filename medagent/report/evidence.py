@@ -1,5 +1,6 @@
-"""Where a run's evidence came from: documents retrieved and quoted per source, and how often the gold
-answer's text was in what the searches returned.
+"""Where a run's evidence came from: documents retrieved and quoted per source, how often the gold
+answer's text was in what the searches returned, and how often a question's own source article was
+(PubMedQA, BioASQ: ``medagent.retrieval.holdout``).
 
 Read from the run directory alone: each search step's documents (``medagent.agent.provenance``) and each
 prediction's evidence records. The gold text joins here, in the report, never in the agent. Traces written
@@ -22,6 +23,9 @@ from medagent.report.table import Table, pct
 # ``(index_dir, source, ids) -> texts`` (None where the store holds no such id); the report's default reads
 # the index's text store.
 TextLookup = Callable[[str, str, Sequence[str]], list[str | None]]
+# ``run -> {question id: its own source articles}`` (empty for benchmarks without them); the report's default
+# reads the run's benchmark rows.
+ArticleLookup = Callable[[Run], dict[str, frozenset[str]]]
 
 
 def retrieved_docs(trace: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -167,3 +171,48 @@ def _texts(
             {(source, i): text for i, text in zip(unique, lookup(index_dir, source, unique), strict=True)}
         )
     return out
+
+
+def benchmark_articles(run: Run) -> dict[str, frozenset[str]]:
+    """Each question's own source articles, from the run's benchmark rows (its manifest's data root)."""
+    from medagent.data import load_benchmark
+    from medagent.retrieval.holdout import evidence_articles
+
+    bench = run.config.get("benchmark") or {}
+    name = str(bench.get("name") or run.key.benchmark)
+    if not name.startswith(("pubmedqa", "bioasq")):
+        return {}
+    data = load_benchmark(name, data_root=run.config.get("data_root"), **(bench.get("options") or {}))
+    return {q.id: evidence_articles(q) for q, _ in data.pairs}
+
+
+def own_evidence_retrieved(runs: Sequence[Run], articles: ArticleLookup = benchmark_articles) -> Table:
+    """Per traced run of a benchmark whose questions have source articles: the share of searched questions
+    whose searches returned a document cut from the question's own article. MIRAGE's setting puts them in
+    the index; ``agent=full_held_out`` leaves them out (its share must be 0)."""
+    from medagent.retrieval.holdout import article_of_id
+
+    t = Table("own_evidence_retrieved", "The question's own source article among the retrieved documents")
+    t.columns = ["run", "questions searched", "own article retrieved", "share"]
+    names = labels(runs)
+    for run in runs:
+        searched = [(p, docs) for p in run.predictions if (docs := retrieved_docs(p.trace))]
+        if not searched:
+            continue
+        try:
+            own = articles(run)
+        except (OSError, ValueError) as exc:
+            t.notes.append(f"{names[run.path]}: the benchmark's rows cannot be read ({exc})")
+            continue
+        if not own:
+            continue
+        hits = sum(
+            any(article_of_id(d.get("doc_id") or d.get("id")) in own.get(p.id, frozenset()) for d in docs)
+            for p, docs in searched
+        )
+        share = hits / len(searched)
+        t.records.append(
+            {"run": names[run.path], "searched": len(searched), "own_retrieved": hits, "share": share}
+        )
+        t.cells.append([names[run.path], str(len(searched)), str(hits), pct(share)])
+    return t

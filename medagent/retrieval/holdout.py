@@ -34,15 +34,19 @@ _ARTICLE_ID = re.compile(r"^(?:pubmedqa|bioasq):(\d+)(?::|#|$)")
 _PMID = re.compile(r"(\d+)\s*/?\s*$")
 
 
+def article_of_id(text: str | None) -> str | None:
+    """``pubmed:<pmid>`` of a document or chunk id in our readers' formats, else None."""
+    if not text:
+        return None
+    if m := _ARTICLE_ID.match(text):
+        return f"pubmed:{m.group(1)}"
+    return text if text.startswith("pubmed:") else None
+
+
 def article_of(doc: Doc) -> str | None:
-    """``pubmed:<pmid>`` of the article a retrieved document was cut from, or None when its id does not
+    """``pubmed:<pmid>`` of the article a retrieved document was cut from, or None when its ids do not
     say (sources other than PubMedQA abstracts and BioASQ snippets are never held out)."""
-    for text in (doc.doc_id, doc.id, doc.parent_id):
-        if text and (m := _ARTICLE_ID.match(text)):
-            return f"pubmed:{m.group(1)}"
-        if text and text.startswith("pubmed:"):
-            return text
-    return None
+    return next((a for a in map(article_of_id, (doc.doc_id, doc.id, doc.parent_id)) if a), None)
 
 
 def evidence_articles(question: Question) -> frozenset[str]:

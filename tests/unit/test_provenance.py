@@ -162,3 +162,30 @@ def test_the_viewer_shows_a_kept_quote_inside_its_retrieved_document() -> None:
     for d in quoted:
         for q in d["quotes"]:
             assert q["spans"], (q, d["text"][:200])
+
+
+def test_the_questions_own_article_is_found_among_the_retrieved_and_absent_when_held_out(
+    tmp_path: Path,
+) -> None:
+    from medagent.report.evidence import own_evidence_retrieved
+
+    def docs(*doc_ids: str) -> list[dict[str, Any]]:
+        return [{"kind": "retrieval", RETRIEVED: [{"id": f"{d}#0", "doc_id": d, "source": d.split(":")[0]}
+                                                  for d in doc_ids]}]  # fmt: skip
+
+    for name, found in (("own", docs("pubmedqa:111", "bioasq:9:ab")), ("held", docs("bioasq:9:ab"))):
+        path = make_run(tmp_path, name, mode="full", answers={}, gold_ids=["q1", "q2"],
+                        benchmark="pubmedqa")  # fmt: skip
+        RunDir(path).append_predictions([
+            Prediction(id="q1", benchmark="pubmedqa", answer="A", trace=found),
+            Prediction(id="q2", benchmark="pubmedqa", answer="A", trace=docs("bioasq:9:ab")),
+        ])  # fmt: skip
+    runs = [load_runs([str(tmp_path / name)])[0][0] for name in ("own", "held")]  # one RunKey: load apart
+    own = {"q1": frozenset({"pubmed:111"}), "q2": frozenset({"pubmed:222"})}
+    table = own_evidence_retrieved(runs, lambda run: own)
+    assert [(r["searched"], r["own_retrieved"], r["share"]) for r in table.records] == [
+        (2, 1, 0.5),
+        (2, 0, 0.0),
+    ]
+    # A benchmark without source articles adds no row.
+    assert own_evidence_retrieved(runs, lambda run: {}).records == []
