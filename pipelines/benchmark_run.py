@@ -20,6 +20,7 @@ from medagent.config.legacy import upgrade_manifest
 from medagent.data import load_benchmark
 from medagent.eval import format_table, score
 from medagent.llm.endpoints import Endpoints
+from medagent.retrieval.holdout import evidence_articles
 from medagent.run import RunDir, build_manifest, check_resume
 from medagent.types import Prediction, Question
 from pipelines.common import (
@@ -179,6 +180,14 @@ def run(cfg: RunConfig, endpoints: Endpoints | None = None) -> dict[str, Any]:
             f"no questions: {cfg.benchmark.name} has no valid question "
             f"({len(data.rejected)} malformed rows{why}; limit={cfg.limit})"
         )
+    if cfg.agent.retrieval.hold_out_own_evidence:
+        bare = [q.id for q, _ in data.pairs if not evidence_articles(q)]
+        if bare:
+            raise UsageError(
+                f"agent.retrieval.hold_out_own_evidence: {len(bare)} of {len(data.pairs)} questions of "
+                f"{cfg.benchmark.name} name no source article to hold out (first: {bare[0]}); only PubMedQA "
+                "and BioASQ rows do"
+            )
     check_writable(cfg.run_dir)
     try:
         rd = RunDir.create(cfg.run_dir, cfg.outputs_root, f"{cfg.benchmark.name}-{cfg.agent.mode}")

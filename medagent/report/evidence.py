@@ -174,16 +174,26 @@ def _texts(
 
 
 def benchmark_articles(run: Run) -> dict[str, frozenset[str]]:
-    """Each question's own source articles, from the run's benchmark rows (its manifest's data root)."""
+    """Each question's own source articles, from the questions the run recorded (``questions.jsonl``), else
+    from its benchmark's rows (runs made before it was written)."""
     from medagent.data import load_benchmark
     from medagent.retrieval.holdout import evidence_articles
+    from medagent.run import RunDir
 
     bench = run.config.get("benchmark") or {}
     name = str(bench.get("name") or run.key.benchmark)
     if not name.startswith(("pubmedqa", "bioasq")):
         return {}
-    data = load_benchmark(name, data_root=run.config.get("data_root"), **(bench.get("options") or {}))
-    return {q.id: evidence_articles(q) for q, _ in data.pairs}
+    questions = list(RunDir(run.path, read_only=True).load_questions().values())
+    if not questions:
+        loader = str(bench.get("loader") or name)
+        questions = [
+            q
+            for q, _ in load_benchmark(
+                loader, run.config.get("data_root"), **(bench.get("options") or {})
+            ).pairs
+        ]
+    return {q.id: evidence_articles(q) for q in questions}
 
 
 def own_evidence_retrieved(runs: Sequence[Run], articles: ArticleLookup = benchmark_articles) -> Table:

@@ -77,6 +77,19 @@ def test_file_and_run_dir_mistakes_are_one_line(
     assert not (read_only / "run").exists()
 
 
+def test_holding_out_evidence_a_benchmark_does_not_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"id": "1", "question": "Q?", "options": {"A": "a", "B": "b"}, "answer": "A"}\n')
+    run_dir = tmp_path / "run"
+    cfg = _compose(
+        "agent=full_held_out", "benchmark=jsonl", f"benchmark.options.path={data}", f"run_dir={run_dir}"
+    )
+    err = refused(cfg, capsys)
+    assert "1 of 1 questions of jsonl name no source article to hold out" in err and not run_dir.exists()
+
+
 def test_our_own_bugs_are_not_usage_errors() -> None:
     with pytest.raises(KeyError), usage_errors():
         raise KeyError("a bug")
