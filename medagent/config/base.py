@@ -53,6 +53,9 @@ class LLMConfig:
     n_threads: int = 2
     # llama.cpp: pin each conversation to one slot (medagent.llm.llamacpp.LlamaCppSettings.slot_affinity).
     slot_affinity: bool = False
+    # llama.cpp speculative decoding without a draft model (medagent.llm.llamacpp.SPECULATIVE): drafts from
+    # n-grams already in the context, which agent replies copy (quotes, ids, JSON keys); "none": off.
+    speculative: str = "none"
     tensor_parallel_size: int = 1
     pipeline_parallel_size: int = 1
     max_model_len: int = 32768

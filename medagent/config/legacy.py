@@ -103,6 +103,7 @@ QA_ADDED_DEFAULTS: dict[str, Any] = {
     "agent.cap_outputs": False,
     "llm.slot_affinity": False,
     "agent.retrieval.hold_out_own_evidence": False,
+    "llm.speculative": "none",
 }
 
 
@@ -190,6 +191,7 @@ def upgrade_history_config(config: Mapping[str, Any]) -> dict[str, Any]:
 # An interview run's settings that older manifests lack, and the value those runs ran with.
 HISTORY_ADDED_DEFAULTS: dict[str, Any] = {
     "eval.replay_keys": "exchange",
+    "llm.speculative": "none",
 }
 
 

@@ -39,7 +39,16 @@ class LlamaCppSettings:
     # finds its prefix in that slot's KV cache; off, llama.cpp picks the idle slot with the most similar
     # prompt (``slot_prompt_similarity``) and restores evicted prompts from its RAM cache (``cache_ram_mib``).
     slot_affinity: bool = False
+    # Speculative decoding from the context's own n-grams (one of ``SPECULATIVE``); "none": off. Verification
+    # is greedy at temperature 0, so it changes how fast tokens come, not which.
+    speculative: str = "none"
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+# llama.cpp's draft-free speculative types (``common_speculative_type``): ``ngram_simple`` looks the last
+# tokens up in the context, ``ngram_map_k`` / ``ngram_mod`` keep a map of the context's n-grams, and
+# ``ngram_cache`` a cache across requests.
+SPECULATIVE = ("none", "ngram_simple", "ngram_map_k", "ngram_mod", "ngram_cache")
 
 
 def llamacpp_settings(cfg: LLMConfig) -> LlamaCppSettings:
@@ -49,6 +58,7 @@ def llamacpp_settings(cfg: LLMConfig) -> LlamaCppSettings:
         n_parallel=cfg.n_parallel,
         n_threads=cfg.n_threads,
         slot_affinity=cfg.slot_affinity,
+        speculative=cfg.speculative,
         engine_kwargs=dict(cfg.engine_kwargs),
     )
 
@@ -113,6 +123,13 @@ class LlamaCppEngine(CompletionChatModel):
         params.sampling.seed = s.seed
         params.warmup = False
         params.verbosity = s.verbosity
+        if s.speculative not in SPECULATIVE:
+            raise ValueError(f"llm.speculative must be one of {SPECULATIVE}, got {s.speculative!r}")
+        if s.speculative != "none":
+            kind = getattr(
+                xllamacpp.common_speculative_type, f"COMMON_SPECULATIVE_TYPE_{s.speculative.upper()}"
+            )
+            params.speculative.types = [kind]
         for key, value in s.engine_kwargs.items():
             if not hasattr(params, key):
                 raise ValueError(f"unknown xllamacpp.CommonParams field in engine_kwargs: {key!r}")
@@ -122,9 +139,8 @@ class LlamaCppEngine(CompletionChatModel):
         self._slot_map = SlotMap(s.n_parallel) if s.slot_affinity else None
         self.model = name or Path(model_path).name
         self.load_s = time.perf_counter() - start
-        log.info(
-            "loaded %s in %.1fs (n_ctx=%d, n_parallel=%d)", self.model, self.load_s, s.n_ctx, s.n_parallel
-        )
+        log.info("loaded %s in %.1fs (n_ctx=%d, n_parallel=%d, speculative=%s)", self.model, self.load_s,
+                 s.n_ctx, s.n_parallel, s.speculative)  # fmt: skip
 
     def complete_sync(self, body: dict[str, Any]) -> dict[str, Any]:
         """Answers one OpenAI request body (blocking); malformed requests raise ``ValueError``."""

@@ -61,3 +61,12 @@ def test_the_config_reaches_the_engine_settings() -> None:
     assert s == LlamaCppSettings(
         n_ctx=32768, n_parallel=4, slot_affinity=True, engine_kwargs={"n_batch": 512}
     )
+
+
+def test_speculative_decoding_is_a_setting_and_an_unknown_kind_is_refused() -> None:
+    import pytest
+
+    assert llamacpp_settings(LLMConfig(speculative="ngram_mod")).speculative == "ngram_mod"
+    # Refused before any model is read (the path does not exist).
+    with pytest.raises(ValueError, match=r"llm.speculative must be one of .*ngram_mod.*'ngram'"):
+        LlamaCppEngine("/nonexistent.gguf", LlamaCppSettings(speculative="ngram"))
