@@ -43,7 +43,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import yaml  # noqa: E402
 
-from medagent.agent.tools import tool_names, tool_schemas  # noqa: E402
+from medagent.agent.tools import mode_tools, tool_names, tool_schemas  # noqa: E402
 from medagent.config import AgentConfig, LLMConfig, to_dataclass  # noqa: E402
 from medagent.data import load_benchmark  # noqa: E402
 from medagent.llm.base import Usage, parse_usage  # noqa: E402
@@ -100,6 +100,7 @@ def opening(question: Question) -> list[dict[str, Any]]:
         options=question.options,
         tools=[{"name": n, "description": tool_schemas([n])[0]["function"]["description"]} for n in names],
         search=True,
+        keep=mode_tools(cfg)[1],
         batch_size=cfg.loop.batch_size,
         max_batches=math.ceil(cfg.retrieval.top_r / cfg.loop.batch_size),
         open_ended=False,

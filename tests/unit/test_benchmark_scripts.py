@@ -19,3 +19,14 @@ def test_every_benchmark_script_imports() -> None:
         [sys.executable, "-c", code, *names], cwd=REPO, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_replayed_agent_opening_renders_the_agents_real_prompt() -> None:
+    # bench_llamacpp_settings and bench_prefix_router replay it: a variable the prompt gained since must
+    # reach it, or both fail only when run.
+    from benchmarks.bench_llamacpp_settings import opening
+    from medagent.types import Question
+
+    messages = opening(Question("q1", "Which drug?", {"A": "aspirin", "B": "heparin"}, "medqa"))
+    assert messages[0]["role"] == "system" and "Which drug?" in messages[-1]["content"]
+    assert "Only quoted evidence is kept in memory" in messages[0]["content"]  # full's bank: cache_prune
