@@ -28,6 +28,10 @@ def test_default_is_the_cpu_demo() -> None:
     assert cfg.cluster.name == "local" and cfg.cluster.serve.http_host == "127.0.0.1"
 
 
+# Agent options that are a mode with a setting changed: option -> its mode.
+AGENT_VARIANTS = {"full_held_out": "full"}
+
+
 @pytest.mark.parametrize("group", ["llm", "benchmark", "cluster", "agent"])
 def test_every_option_of_every_group_composes(group: str) -> None:
     for yaml in sorted((CONF / group).glob("*.yaml")):
@@ -38,7 +42,15 @@ def test_every_option_of_every_group_composes(group: str) -> None:
             overrides += ["benchmark.options.path=/tmp/x.jsonl"]
         cfg = _compose(*overrides)
         node = getattr(cfg, group)
-        assert (node.mode if group == "agent" else node.name) == yaml.stem
+        # An agent option names its mode, or is a mode with one setting changed (AGENT_VARIANTS).
+        want = AGENT_VARIANTS.get(yaml.stem, yaml.stem) if group == "agent" else yaml.stem
+        assert (node.mode if group == "agent" else node.name) == want
+    if group == "agent":
+        held = _compose("agent=full_held_out").agent
+        assert (
+            held.retrieval.hold_out_own_evidence
+            and not _compose("agent=full").agent.retrieval.hold_out_own_evidence
+        )
 
 
 def test_gpu_config_carries_model_facts() -> None:
