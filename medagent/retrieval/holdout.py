@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from medagent.api import MAX_TOP_K, Doc
+from medagent.retrieval.readers import pmid_of
 from medagent.types import Question
 
 # The held-out articles (``pubmed:<pmid>``) of the question this task is answering.
@@ -31,7 +32,6 @@ EXTRA_PER_ARTICLE = 4
 # ``pubmedqa:<pmid>`` (readers.read_pubmedqa), ``bioasq:<pmid>:<digest>`` (read_bioasq_snippets), and a chunk
 # id of either (``<doc id>#<n>``).
 _ARTICLE_ID = re.compile(r"^(?:pubmedqa|bioasq):(\d+)(?::|#|$)")
-_PMID = re.compile(r"(\d+)\s*/?\s*$")
 
 
 def article_of_id(text: str | None) -> str | None:
@@ -56,8 +56,8 @@ def evidence_articles(question: Question) -> frozenset[str]:
     if question.id.startswith("pubmedqa-"):
         found.add(f"pubmed:{question.id.removeprefix('pubmedqa-')}")
     for ref in question.metadata.get("documents") or ():
-        if isinstance(ref, str) and (m := _PMID.search(ref)):
-            found.add(f"pubmed:{m.group(1)}")
+        if isinstance(ref, str) and (pmid := pmid_of(ref)):
+            found.add(f"pubmed:{pmid}")
     return frozenset(found)
 
 
@@ -80,7 +80,7 @@ class HeldOutRetriever:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        # Documents dropped so far, by this client (the run reports how much was held out).
+        # Documents dropped so far by this client (for tests and debugging; no report reads it).
         self.dropped = 0
 
     def __getattr__(self, name: str) -> Any:

@@ -23,7 +23,14 @@ from typing import Any
 from medagent.retrieval.medrag import iter_jsonl
 from medagent.retrieval.reading import RawRecord, ReadContext, register_reader
 
-_PMID = re.compile(r"(\d+)\s*$")
+_PMID = re.compile(r"(\d+)\s*/?\s*$")
+
+
+def pmid_of(ref: str) -> str | None:
+    """The PubMed id a BioASQ article reference ends with (``http://www.ncbi.nlm.nih.gov/pubmed/12345``), else
+    None: one reading for the snippet reader's ids and for the articles a held-out run leaves out."""
+    m = _PMID.search(ref)
+    return m.group(1) if m else None
 
 
 # MedQuAD ----------------------------------------------------------------------------------------------
@@ -162,8 +169,7 @@ def read_bioasq_snippets(
                     if not isinstance(text, str) or not isinstance(doc, str):
                         yield RawRecord(row, snip, "wrong type: snippet text/document is not a string")
                         continue
-                    m = _PMID.search(doc)
-                    pmid = m.group(1) if m else doc
+                    pmid = pmid_of(doc) or doc
                     key = (pmid, " ".join(text.split()))
                     if key in seen:
                         continue  # a repeat, not a malformed record
