@@ -247,7 +247,7 @@ def run_arms(cfg: InterviewRunConfig) -> dict[str, Any]:
     )
     if items and cfg.report_only:
         log.warning("report_only: %d pairs not run; the reports cover the pairs already written", pairs)
-    if items and not cfg.report_only:
+    elif items:
         with ray_session(cfg.cluster):
             from actors.deploy import needs_for_interviews
 
