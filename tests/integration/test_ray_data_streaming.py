@@ -5,7 +5,7 @@
   own semaphore then never had a second interview to admit. Counted inside the callable (no clocks).
 * ``pipelines.common.finished_batches`` hands the driver each row before the next one is finished (Ray
   Data's default prefetch held every finished row until the next was done, so an interrupted run lost it).
-  Each row waits, within a bound, until the driver has recorded the row before it.
+  Each row waits, within a bound, until the driver holds every row finished before it.
 """
 
 from __future__ import annotations
@@ -56,26 +56,35 @@ def test_the_pool_admits_max_concurrency_interviews(ray_cluster: Any, concurrenc
 
 
 class _Seen:
-    """What the driver has received so far (a Ray actor both sides can reach)."""
+    """Which rows the map actor has finished, in order, and which the driver holds (an actor both sides reach)."""
 
     def __init__(self) -> None:
-        self.ids: set[int] = set()
+        self.finished: list[int] = []
+        self.held: set[int] = set()
 
-    def mark(self, i: int) -> None:
-        self.ids.add(i)
+    def finish(self, i: int) -> None:
+        self.finished.append(i)
 
-    def has(self, i: int) -> bool:
-        return i in self.ids
+    def finished_so_far(self) -> list[int]:
+        return list(self.finished)
+
+    def hold(self, i: int) -> None:
+        self.held.add(i)
+
+    def holds_all(self, ids: list[int]) -> bool:
+        return self.held.issuperset(ids)
 
 
-# How long row i waits for the driver to hold row i - 1. A row the iterator holds back is held until row i
-# is done, so any bound finds it; the bound is wide because on a loaded machine Ray Data's scheduling loop
-# can take tens of seconds to hand a finished row on. A regression costs this long once, then fails.
+# How long a row waits for the driver to hold the rows finished before it. A row the iterator holds back is
+# held until the next one is done, so any bound finds it; the bound is wide because on a loaded machine Ray
+# Data's scheduling loop can take tens of seconds to hand a finished row on. A regression costs this once.
 _WAIT_FOR_DRIVER_S = 180.0
 
 
 class _WaitsForTheDriver:
-    """Row i finishes only once the driver holds row i - 1, or gives up after ``_WAIT_FOR_DRIVER_S`` and says so."""
+    """A row finishes only once the driver holds every row this actor finished before it started, or gives up
+    after ``_WAIT_FOR_DRIVER_S`` and says so. Ray Data dispatches queued rows by locality, not by index, so
+    "the row before" is the one finished before, not ``i - 1``."""
 
     def __init__(self, seen: Any) -> None:
         self.seen = seen
@@ -84,17 +93,20 @@ class _WaitsForTheDriver:
         import ray
 
         i = int(batch["id"][0])
-        delivered = i == 0
+        before = ray.get(self.seen.finished_so_far.remote())
         deadline = time.monotonic() + _WAIT_FOR_DRIVER_S
+        delivered = ray.get(self.seen.holds_all.remote(before))
         while not delivered and time.monotonic() < deadline:
-            delivered = ray.get(self.seen.has.remote(i - 1))
-            if not delivered:
-                time.sleep(0.1)
+            time.sleep(0.1)
+            delivered = ray.get(self.seen.holds_all.remote(before))
+        ray.get(self.seen.finish.remote(i))
         return {"id": [i], "previous_delivered": [delivered]}
 
 
 def test_finished_rows_reach_the_driver_before_the_next_is_done(ray_cluster: Any) -> None:
-    seen = ray_cluster.remote(_Seen).remote()
+    # An actor reserves one CPU to be placed by default; with the session cluster's CPUs held by earlier
+    # tests' replicas it would wait to start, and every row's calls to it with it.
+    seen = ray_cluster.remote(num_cpus=0)(_Seen).remote()
     ds = ray_cluster.data.from_items([{"id": i} for i in range(4)]).map_batches(
         _WaitsForTheDriver,
         fn_constructor_kwargs={"seen": seen},
@@ -105,13 +117,13 @@ def test_finished_rows_reach_the_driver_before_the_next_is_done(ray_cluster: Any
     got = []
     for batch in finished_batches(ds, "pandas"):
         for i, ok in zip(batch["id"], batch["previous_delivered"], strict=True):
-            ray_cluster.get(seen.mark.remote(int(i)))
+            ray_cluster.get(seen.hold.remote(int(i)))
             got.append((int(i), bool(ok)))
     ray_cluster.kill(seen)
     held = [i for i, ok in got if not ok]
     assert sorted(i for i, _ in got) == list(range(4))
     assert not held, (
-        f"rows {held} finished while the driver still lacked the row before ({_WAIT_FOR_DRIVER_S:.0f} s)"
+        f"rows {held} finished while the driver still lacked a row finished before them ({_WAIT_FOR_DRIVER_S:.0f} s)"
     )
 
 
