@@ -30,6 +30,11 @@ questions/hour and interviews/hour (over the answering wall time, model loading 
 evaluated / decoded per question (interview) by kind of call, accuracy and fact recall per arm with the
 paired new - old difference and its 95% bootstrap CI, and the new/old ratios. Arms run one after the other
 (old first): on a shared machine, rerun with ``--order new,old`` to see the drift.
+
+``--run-dir DIR`` makes a long check resumable: each finished question or interview is appended to
+``DIR/<qa|history>-<arm>.jsonl`` with the time its stretch of work had run, and a rerun with the same
+settings skips what is there. An arm's rate is its items over the sum of its stretches, each counted up to its
+last finished item (model loading excluded). A rerun with other settings is refused.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
 import sys
 import time
@@ -83,6 +89,53 @@ class ArmResult:
     # (HISTORY_METRICS) for the history agent.
     outcomes: dict[str, dict[str, float]] = field(default_factory=dict)
     errors: int = 0
+
+
+class Ledger:
+    """The finished items of one arm, appended as they finish, with the stretch (process run) each came from
+    and how long that stretch had run when it finished. Work in flight when a stretch ends is redone."""
+
+    clock = staticmethod(time.perf_counter)
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.stretches: dict[str, float] = {}
+        if path is not None and path.exists():
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    entry = json.loads(line)
+                    self.rows.setdefault(entry["id"], entry["row"])
+                    self.stretches[entry["stretch"]] = max(self.stretches.get(entry["stretch"], 0.0),
+                                                           entry["elapsed_s"])  # fmt: skip
+        self.stretch = f"{time.time():.6f}-{os.getpid()}"
+        self.start = self.clock()
+
+    def add(self, item_id: str, row: dict[str, Any]) -> None:
+        self.rows[item_id] = row
+        elapsed = self.clock() - self.start
+        self.stretches[self.stretch] = elapsed
+        if self.path is not None:
+            line = {"id": item_id, "stretch": self.stretch, "elapsed_s": elapsed, "row": row}
+            with self.path.open("a") as f:
+                f.write(json.dumps(line) + "\n")
+
+    @property
+    def wall_s(self) -> float:
+        return sum(self.stretches.values())
+
+
+def _ledger(run_dir: Path | None, what: str, arm: str, settings: dict[str, Any]) -> Ledger:
+    """This arm's ledger in ``run_dir`` (none without one), refusing a run dir made with other settings."""
+    if run_dir is None:
+        return Ledger(None)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    kept = run_dir / f"{what}-{arm}.settings.json"
+    if kept.exists() and json.loads(kept.read_text()) != settings:
+        raise SystemExit(f"{run_dir}: its {what} {arm} arm ran with {kept.read_text()}, not {json.dumps(settings)}: "
+                         "use another --run-dir")  # fmt: skip
+    kept.write_text(json.dumps(settings))
+    return Ledger(run_dir / f"{what}-{arm}.jsonl")
 
 
 def _compose(name: str, overrides: list[str]) -> Any:
@@ -148,7 +201,7 @@ def _services(cfg: Any) -> dict[str, Any]:
 
 
 async def _qa(
-    cfg: Any, engine: LlamaCppEngine, services: dict[str, Any], n: int, in_flight: int
+    cfg: Any, engine: LlamaCppEngine, services: dict[str, Any], n: int, in_flight: int, ledger: Ledger
 ) -> ArmResult:
     data = load_benchmark(cfg.benchmark.name, data_root=cfg.data_root, limit=n)
     golds = {g.id: g for _, g in data.pairs}
@@ -157,24 +210,27 @@ async def _qa(
     agent = build_agent(cfg.agent, engine, deps)
     gate = asyncio.Semaphore(in_flight)
 
-    async def one(q: Any) -> Prediction:
+    async def one(q: Any) -> None:
         async with gate:
             pred = await agent.answer(q)
+        ledger.add(q.id, pred.to_dict())
         u = UsageRecord.from_dict(pred.usage)
         print(f"  {q.id}: {pred.latency_s:.0f} s, {u.llm_calls} calls, {u.prompt_tokens} sent, "
               f"{u.evaluated_tokens} evaluated, {u.completion_tokens} decoded", flush=True)  # fmt: skip
-        return pred
 
-    start = time.perf_counter()
-    preds = await asyncio.gather(*(one(q) for q, _ in data.pairs))
-    out = ArmResult("", wall_s=time.perf_counter() - start, n=len(preds))
+    todo = [q for q, _ in data.pairs if q.id not in ledger.rows]
+    if len(todo) < len(data.pairs):
+        print(f"  resuming: {len(data.pairs) - len(todo)} of {len(data.pairs)} questions already answered")
+    await asyncio.gather(*(one(q) for q in todo))
+    preds = [Prediction.from_dict(ledger.rows[q.id]) for q, _ in data.pairs]
+    out = ArmResult("", wall_s=ledger.wall_s, n=len(preds))
     out.usages = [UsageRecord.from_dict(p.usage) for p in preds]
     out.outcomes = {"accuracy": {k: float(v) for k, v in question_outcomes(preds, golds).items()}}
     out.errors = sum(p.error is not None for p in preds)
     return out
 
 
-async def _history(cfg: Any, engine: LlamaCppEngine, n: int) -> ArmResult:
+async def _history(cfg: Any, engine: LlamaCppEngine, n: int, ledger: Ledger) -> ArmResult:
     from actors.common import text_embedder
     from medagent.history import build_history_agent
     from medagent.history.agent.modes import needs_history_retrieval
@@ -198,19 +254,25 @@ async def _history(cfg: Any, engine: LlamaCppEngine, n: int) -> ArmResult:
     agent = build_history_agent(cfg.agent, engine, retriever, embedder)
     gate = asyncio.Semaphore(cfg.agent.max_concurrency)
 
-    async def one(iv: Any) -> dict[str, Any] | None:
+    async def one(iv: Any) -> None:
         async with gate:
             try:
                 row = await evaluate_interview(iv, agent, engine, cfg.eval, embedder=embedder)
             except LLMError as exc:
                 print(f"  {iv.id}: {exc}", flush=True)
-                return None
+                return
             print(f"  {iv.id}: {row.outcome()}", flush=True)
-            return row.to_dict()
+            ledger.add(iv.id, row.to_dict())
 
-    start = time.perf_counter()
-    rows = await asyncio.gather(*(one(iv) for iv in data.interviews))
-    out = ArmResult("", wall_s=time.perf_counter() - start, n=len(rows))
+    todo = [iv for iv in data.interviews if iv.id not in ledger.rows]
+    if len(todo) < len(data.interviews):
+        print(
+            f"  resuming: {len(data.interviews) - len(todo)} of {len(data.interviews)} interviews already run"
+        )
+    await asyncio.gather(*(one(iv) for iv in todo))
+    # An interview whose model calls failed is not in the ledger (a rerun tries it again): an error here.
+    rows = [ledger.rows.get(iv.id) for iv in data.interviews]
+    out = ArmResult("", wall_s=ledger.wall_s, n=len(rows))
     for iv, row in zip(data.interviews, rows, strict=True):
         if row is None or row.get("skipped") or row.get("error"):
             out.errors += 1
@@ -274,6 +336,8 @@ def main() -> None:
     p.add_argument("--old-history", nargs="*", default=[], help="history overrides of the old arm")
     p.add_argument("--new-history", nargs="*", default=[], help="history overrides of the new arm")
     p.add_argument("--order", default="old,new")
+    p.add_argument("--run-dir", type=Path, default=None,
+                   help="append each finished item here and skip those already there on a rerun (resumable)")  # fmt: skip
     args = p.parse_args()
     index = args.index_dir or next(
         (
@@ -304,7 +368,11 @@ def main() -> None:
         try:
             if args.questions:
                 in_flight = args.in_flight or qa_cfg.llm.n_parallel
-                qa[name] = asyncio.run(_qa(qa_cfg, engine, _services(qa_cfg), args.questions, in_flight))
+                settings = {"llm": llm, "qa": qa_over, "in_flight": in_flight, "index": index}
+                ledger = _ledger(args.run_dir, "qa", name, settings)
+                qa[name] = asyncio.run(
+                    _qa(qa_cfg, engine, _services(qa_cfg), args.questions, in_flight, ledger)
+                )
                 qa[name].name = name
                 _print_arm("QA agent (full)", qa[name], "question")
             if args.interviews:
@@ -312,7 +380,8 @@ def main() -> None:
                 if args.guidelines_dir:
                     h_over.append(f"index_dir={args.guidelines_dir}")
                 h_cfg = _compose("run_interviews", h_over)
-                hist[name] = asyncio.run(_history(h_cfg, engine, args.interviews))
+                ledger = _ledger(args.run_dir, "history", name, {"llm": llm, "history": h_over})
+                hist[name] = asyncio.run(_history(h_cfg, engine, args.interviews, ledger))
                 hist[name].name = name
                 _print_arm(f"history agent ({h_cfg.agent.mode}, {args.turns} turns)", hist[name], "interview")
         finally:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,3 +33,21 @@ def test_the_replayed_agent_opening_renders_the_agents_real_prompt() -> None:
     messages = opening(Question("q1", "Which drug?", {"A": "aspirin", "B": "heparin"}, "medqa"))
     assert messages[0]["role"] == "system" and "Which drug?" in messages[-1]["content"]
     assert "Only quoted evidence is kept in memory" in messages[0]["content"]  # full's bank: cache_prune
+
+
+def test_the_cost_benchmarks_ledger_resumes_and_sums_its_stretches(tmp_path: Path, monkeypatch: Any) -> None:
+    from benchmarks import bench_agent_cost as bench
+
+    ticks = iter([0.0, 10.0, 25.0, 100.0, 104.0])  # a stretch: start, two items; a second: start, one item
+    monkeypatch.setattr(bench.Ledger, "clock", staticmethod(lambda: next(ticks, 0.0)))
+    first = bench._ledger(tmp_path, "qa", "new", {"llm": ["a"]})
+    first.add("q1", {"answer": "A"})
+    first.add("q2", {"answer": "B"})
+    again = bench._ledger(tmp_path, "qa", "new", {"llm": ["a"]})
+    assert set(again.rows) == {"q1", "q2"} and again.wall_s == 25.0  # the first stretch up to its last item
+    again.add("q3", {"answer": "C"})
+    assert again.wall_s == 29.0
+    assert set(bench.Ledger(tmp_path / "qa-new.jsonl").rows) == {"q1", "q2", "q3"}
+    with pytest.raises(SystemExit, match="another --run-dir"):
+        bench._ledger(tmp_path, "qa", "new", {"llm": ["b"]})
+    assert bench._ledger(None, "qa", "new", {}).rows == {}
