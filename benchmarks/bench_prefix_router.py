@@ -16,6 +16,13 @@ per turn at temperature 0. Printed per router: prefix hit rate (``usage.prompt_t
 / prompt tokens, which vLLM reports with ``enable_prompt_tokens_details``), the hit rate on later turns
 (the first turn can only hit the shared system prompt), prompt and decoded tokens/s over the wall clock,
 and the router/default ratios.
+
+Two regimes (``docs/results/cpu_tier.md``): with the tier's 1 GiB KV cache per replica every conversation fits
+on both replicas, so the default router loses only the turns it sends to the replica that lacks the latest
+one. Under cache pressure, as on a busy GPU replica, the conversations outgrow one replica's cache but half
+of them fit: ``--kv-cache-mib 768 --obs-chars 2000`` (tool results of ~500 tokens, as retrieved evidence
+is). There the default router's replicas each cycle through all conversations and evict them before their
+next turn, and the prefix router keeps each conversation's history where it was left.
 """
 
 from __future__ import annotations
@@ -90,6 +97,17 @@ async def _conversation(
         ]
 
 
+def _observation(questions: list[Any], start: int, chars: int) -> str:
+    """A tool result of ``chars`` characters: MedQA question texts from ``start`` on, joined as the
+    retrieved evidence a tool returns is (one question is ~600-1,000 characters)."""
+    text = ""
+    k = start
+    while len(text) < chars:
+        text += questions[k % len(questions)].text + "\n\n"
+        k += 1
+    return text[:chars]
+
+
 async def _traffic(base_url: str, model: str, questions: list[Any], args: Any) -> Totals:
     client = OpenAIChatClient(base_url, model, timeout_s=1800)
     out = Totals()
@@ -101,10 +119,7 @@ async def _traffic(base_url: str, model: str, questions: list[Any], args: Any) -
                 _conversation(
                     client,
                     opening(questions[i % len(questions)]),
-                    [
-                        questions[(i + k + 1) % len(questions)].text[: args.obs_chars]
-                        for k in range(args.turns - 1)
-                    ],
+                    [_observation(questions, i + k + 1, args.obs_chars) for k in range(args.turns - 1)],
                     args.decode,
                     out,
                 )
@@ -125,6 +140,8 @@ def main() -> None:
     p.add_argument("--decode", type=int, default=32)
     p.add_argument("--obs-chars", type=int, default=600)
     p.add_argument("--num-cpus", type=int, default=6, help="logical CPUs of the local Ray cluster")
+    p.add_argument("--kv-cache-mib", type=int, default=None,
+                   help="KV cache per replica (default: the llm config's); small values put the cache under pressure")  # fmt: skip
     p.add_argument("--quick", action="store_true")
     args = p.parse_args()
     if args.quick:
@@ -142,6 +159,11 @@ def main() -> None:
         )  # fmt: skip
     )
     llm: LLMConfig = cfg.llm
+    if args.kv_cache_mib:
+        llm = replace(
+            llm, engine_kwargs={**llm.engine_kwargs, "kv_cache_memory_bytes": args.kv_cache_mib * 2**20}
+        )
+    kv_mib = llm.engine_kwargs.get("kv_cache_memory_bytes", 0) / 2**20
     cluster: ClusterConfig = cfg.cluster
     questions = [q for q, _ in load_benchmark("medqa", limit=args.conversations + args.turns).pairs]
 
@@ -166,7 +188,7 @@ def main() -> None:
             finally:
                 serve.delete(LLM_APP)
     print(f"\n{args.conversations} conversations x {args.turns} turns, {args.decode} tokens decoded per turn, "
-          f"2 replicas of {llm.name}")  # fmt: skip
+          f"tool results of {args.obs_chars} characters, 2 replicas of {llm.name} with {kv_mib:.0f} MiB of KV cache each")  # fmt: skip
     print(f"{'router':<14} {'calls':>5} {'sent':>7} {'hit %':>6} {'later hit %':>11} {'prompt t/s':>10} "
           f"{'decode t/s':>10} {'wall s':>7}")  # fmt: skip
     for name, t in results.items():

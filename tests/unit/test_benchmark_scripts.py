@@ -51,3 +51,12 @@ def test_the_cost_benchmarks_ledger_resumes_and_sums_its_stretches(tmp_path: Pat
     with pytest.raises(SystemExit, match="another --run-dir"):
         bench._ledger(tmp_path, "qa", "new", {"llm": ["b"]})
     assert bench._ledger(None, "qa", "new", {}).rows == {}
+
+
+def test_the_router_benchmarks_tool_results_have_the_asked_length() -> None:
+    from benchmarks.bench_prefix_router import _observation
+    from medagent.types import Question
+
+    qs = [Question(f"q{i}", f"Question {i} text.", {"A": "x"}, "medqa") for i in range(3)]
+    text = _observation(qs, 2, 100)
+    assert len(text) == 100 and text.startswith("Question 2 text.\n\nQuestion 0 text.")
