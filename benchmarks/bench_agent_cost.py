@@ -120,6 +120,13 @@ class Ledger:
             with self.path.open("a") as f:
                 f.write(json.dumps(line) + "\n")
 
+    def todo(self, ids: list[str], unit: str) -> set[str]:
+        """The ids of ``ids`` not finished yet, saying how many were."""
+        done = sum(i in self.rows for i in ids)
+        if done:
+            print(f"  resuming: {done} of {len(ids)} {unit} already finished")
+        return {i for i in ids if i not in self.rows}
+
     @property
     def wall_s(self) -> float:
         return sum(self.stretches.values())
@@ -218,10 +225,8 @@ async def _qa(
         print(f"  {q.id}: {pred.latency_s:.0f} s, {u.llm_calls} calls, {u.prompt_tokens} sent, "
               f"{u.evaluated_tokens} evaluated, {u.completion_tokens} decoded", flush=True)  # fmt: skip
 
-    todo = [q for q, _ in data.pairs if q.id not in ledger.rows]
-    if len(todo) < len(data.pairs):
-        print(f"  resuming: {len(data.pairs) - len(todo)} of {len(data.pairs)} questions already answered")
-    await asyncio.gather(*(one(q) for q in todo))
+    todo = ledger.todo([q.id for q, _ in data.pairs], "questions")
+    await asyncio.gather(*(one(q) for q, _ in data.pairs if q.id in todo))
     preds = [Prediction.from_dict(ledger.rows[q.id]) for q, _ in data.pairs]
     out = ArmResult("", wall_s=ledger.wall_s, n=len(preds))
     out.usages = [UsageRecord.from_dict(p.usage) for p in preds]
@@ -264,12 +269,8 @@ async def _history(cfg: Any, engine: LlamaCppEngine, n: int, ledger: Ledger) -> 
             print(f"  {iv.id}: {row.outcome()}", flush=True)
             ledger.add(iv.id, row.to_dict())
 
-    todo = [iv for iv in data.interviews if iv.id not in ledger.rows]
-    if len(todo) < len(data.interviews):
-        print(
-            f"  resuming: {len(data.interviews) - len(todo)} of {len(data.interviews)} interviews already run"
-        )
-    await asyncio.gather(*(one(iv) for iv in todo))
+    todo = ledger.todo([iv.id for iv in data.interviews], "interviews")
+    await asyncio.gather(*(one(iv) for iv in data.interviews if iv.id in todo))
     # An interview whose model calls failed is not in the ledger (a rerun tries it again): an error here.
     rows = [ledger.rows.get(iv.id) for iv in data.interviews]
     out = ArmResult("", wall_s=ledger.wall_s, n=len(rows))

@@ -21,8 +21,10 @@ Two regimes (``docs/results/cpu_tier.md``): with the tier's 1 GiB KV cache per r
 on both replicas, so the default router loses only the turns it sends to the replica that lacks the latest
 one. Under cache pressure, as on a busy GPU replica, the conversations outgrow one replica's cache but half
 of them fit: ``--kv-cache-mib 768 --obs-chars 2000`` (tool results of ~500 tokens, as retrieved evidence
-is). There the default router's replicas each cycle through all conversations and evict them before their
-next turn, and the prefix router keeps each conversation's history where it was left.
+is). The expectation was that the default router's replicas each cycle through all conversations and evict
+them before their next turn, while the prefix router keeps each conversation where it was left. One run did
+not show it: the prefix router hit 0.87x the default's rate there (the table and a likely reason are in
+``docs/results/cpu_tier.md``).
 """
 
 from __future__ import annotations
