@@ -19,6 +19,7 @@ Nodes are ``ray.cluster_utils.Cluster`` nodes rather than ``ray start`` processe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -27,9 +28,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import hydra
 from hydra.core.config_store import ConfigStore
@@ -40,6 +42,12 @@ from pipelines.common import log, setup_logging
 
 GIB = 1024**3
 MIB = 1024**2
+# ray._private.node.Node gives a worker node's raylet a fixed 30 s to register with the GCS; the raylet
+# registers once its dashboard agent reports its port, which on two loaded cores can take longer.
+_STARTUP_TIMEOUT = "timed out during startup"
+NODE_START_ATTEMPTS = 3
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -118,6 +126,26 @@ def _listening(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def kill_strays(keep: set[int]) -> int:
+    """Kills this process's children outside ``keep`` (the processes of the nodes that are up) and everything
+    they started; returns how many processes. A node that fails to start raises before
+    ``ray.cluster_utils`` has a handle on its processes, which are this process's children: its raylet (with
+    the agents and workers under it), and for the head its GCS and dashboard."""
+    import psutil
+
+    found = []
+    for child in psutil.Process().children():
+        if child.pid in keep:
+            continue
+        with contextlib.suppress(psutil.NoSuchProcess):
+            found += [child, *child.children(recursive=True)]
+    for proc in found:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    psutil.wait_procs(found, timeout=10)
+    return len(found)
+
+
 def check_ports_free(ports: dict[str, int], wait_s: float = 0.0) -> None:
     """Raises, naming each one, if a port is still taken after ``wait_s`` (a lost node's processes may
     take a few seconds to let go of theirs)."""
@@ -182,17 +210,23 @@ class SimCluster:
         # machine then joins (and still names once these nodes are gone): put back what was there.
         current = Path(get_ray_address_file(None))
         previous = current.read_text() if current.exists() else None
-        self._cluster = Cluster(initialize_head=True, head_node_args=head_args)
+        head_ports = {"GCS": head_args["gcs_server_port"], **_node_ports(head)}
+        if self.cfg.ray.dashboard_port:
+            head_ports["dashboard"] = self.cfg.ray.dashboard_port
+        self._cluster = self._start(
+            head, head_ports, lambda: Cluster(initialize_head=True, head_node_args=head_args)
+        )
         if previous is None:
             current.unlink(missing_ok=True)
         else:
             current.write_text(previous)
         self._register(head.name, self._cluster.head_node)
+        self._wait_agent(head)
+        # One node at a time, each with its agent up: agents starting together on two cores are what
+        # keeps a raylet from registering in time.
         for node in workers:
-            self._register(node.name, self._cluster.add_node(**_node_args(node, self.node_temp_dir(node))))
+            self._add_node(node)
         self._cluster.wait_for_nodes()
-        for node in self.cfg.sim_nodes:
-            self._wait_agent(node)
         self.write_state()
         log.info("simulated cluster up in %.1fs:\n%s", time.perf_counter() - start, self.describe())
 
@@ -205,6 +239,40 @@ class SimCluster:
         from ray._common.utils import get_default_ray_temp_dir
 
         return os.path.join(self.temp_dir or get_default_ray_temp_dir(), f"node-{spec.name}")
+
+    def _add_node(self, spec: SimNodeConfig) -> None:
+        """Starts a worker node and waits for its agent."""
+        args = _node_args(spec, self.node_temp_dir(spec))
+        node = self._start(spec, _node_ports(spec), lambda: self._cluster.add_node(**args))
+        self._register(spec.name, node)
+        self._wait_agent(spec)
+
+    def _start(self, spec: SimNodeConfig, ports: dict[str, int], start: Callable[[], T]) -> T:
+        """``start()``, again while it fails because the node's raylet did not register within Ray's fixed 30 s
+        (its agents still starting on a loaded machine): what the failed try started is killed first, and its
+        ports awaited. Any other failure raises at once."""
+        for attempt in range(1, NODE_START_ATTEMPTS + 1):
+            try:
+                return start()
+            except Exception as e:
+                if _STARTUP_TIMEOUT not in str(e) or attempt == NODE_START_ATTEMPTS:
+                    raise
+                killed = kill_strays(self._node_pids())
+                log.warning(
+                    "node %s did not register in time (try %d of %d: %s); killed the %d process(es) it had "
+                    "started, starting it again", spec.name, attempt, NODE_START_ATTEMPTS, e, killed,
+                )  # fmt: skip
+                check_ports_free(ports, wait_s=30.0)
+        raise AssertionError("unreachable")
+
+    def _node_pids(self) -> set[int]:
+        return {
+            info.process.pid
+            for name, node in self.nodes.items()
+            if name not in self.lost
+            for infos in node.all_processes.values()
+            for info in infos
+        }
 
     def _wait_agent(self, spec: SimNodeConfig, timeout_s: float = 60.0) -> None:
         """Waits for the node's dashboard agent to serve HTTP: without the head's, the job server answers
@@ -294,9 +362,7 @@ class SimCluster:
                 if replace_delay_s > 0 and now - since >= replace_delay_s:
                     spec = self._spec(name)
                     check_ports_free(_node_ports(spec), wait_s=30.0)
-                    args = _node_args(spec, self.node_temp_dir(spec))
-                    self._register(name, self._cluster.add_node(**args))
-                    self._wait_agent(spec)
+                    self._add_node(spec)
                     self.restarts[name] += 1
                     del self.lost[name]
                     self.write_state()

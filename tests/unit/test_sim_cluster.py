@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+import pipelines.sim_cluster as sim_cluster
 from medagent.config import ClusterConfig, RunConfig, SimNodeConfig
 from pipelines.common import register_configs
-from pipelines.sim_cluster import SimCluster, _node_args, check_ports_free, cluster_ports
+from pipelines.sim_cluster import SimCluster, _node_args, check_ports_free, cluster_ports, kill_strays
 from tests.configs import cluster_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
@@ -158,3 +163,96 @@ def test_connections_a_lost_node_left_in_time_wait_do_not_hold_its_port() -> Non
     client.close()
     server.close()
     check_ports_free({"llm's dashboard agent": port})
+
+
+class _SlowCluster:
+    """``ray.cluster_utils.Cluster`` whose first ``fail`` add_node calls fail as ``error`` does."""
+
+    def __init__(self, fail: int, error: Exception) -> None:
+        self.fail, self.error, self.calls = fail, error, 0
+
+    def add_node(self, **_: Any) -> Any:
+        self.calls += 1
+        if self.calls <= self.fail:
+            raise self.error
+        raylet = SimpleNamespace(process=SimpleNamespace(pid=4242))
+        return SimpleNamespace(all_processes={"raylet": [raylet]}, node_id="n" * 12)
+
+
+_TIMED_OUT = Exception(
+    "The current node timed out during startup. This could happen because some of the raylet failed to "
+    "startup or the GCS has become overloaded."
+)
+
+
+def _launcher(sim: ClusterConfig, tmp_path: Path, cluster: _SlowCluster) -> SimCluster:
+    launcher = SimCluster(sim, tmp_path / "s.json", temp_dir="/tmp/r")
+    launcher._cluster = cluster
+    return launcher
+
+
+def test_a_node_that_did_not_register_in_time_is_killed_and_started_again(
+    sim: ClusterConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept: list[set[int]] = []
+
+    def kill(keep: set[int]) -> int:
+        kept.append(keep)
+        return 3
+
+    monkeypatch.setattr(sim_cluster, "kill_strays", kill)
+    launcher = _launcher(sim, tmp_path, cluster := _SlowCluster(fail=1, error=_TIMED_OUT))
+    launcher._add_node(SimNodeConfig(name="cpu", num_cpus=1))  # no ports: nothing to wait for
+    launcher._add_node(llm := SimNodeConfig(name="llm", num_cpus=1))
+    assert launcher.raylet_pids == {"cpu": 4242, "llm": 4242}
+    assert kept == [set()]  # the first node's failed try: no node up yet
+    cluster.calls, cluster.fail = 0, 2
+    launcher._add_node(llm)
+    assert kept[1:] == [{4242}, {4242}]  # the nodes that are up are spared
+    assert cluster.calls == 3
+
+
+def test_a_node_that_never_registers_raises_after_the_last_try(
+    sim: ClusterConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sim_cluster, "kill_strays", lambda keep: 0)
+    launcher = _launcher(sim, tmp_path, cluster := _SlowCluster(fail=9, error=_TIMED_OUT))
+    with pytest.raises(Exception, match="timed out during startup"):
+        launcher._add_node(SimNodeConfig(name="llm", num_cpus=1))
+    assert cluster.calls == sim_cluster.NODE_START_ATTEMPTS
+
+
+def test_any_other_node_failure_raises_at_once(
+    sim: ClusterConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sim_cluster, "kill_strays", lambda keep: pytest.fail("nothing to kill"))
+    launcher = _launcher(sim, tmp_path, cluster := _SlowCluster(fail=1, error=TypeError("bad argument")))
+    with pytest.raises(TypeError, match="bad argument"):
+        launcher._add_node(SimNodeConfig(name="llm", num_cpus=1))
+    assert cluster.calls == 1
+
+
+def test_kill_strays_kills_children_outside_keep_and_what_they_started() -> None:
+    import psutil
+
+    before = {c.pid for c in psutil.Process().children()}
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    # A failed node's raylet, with an agent under it; and a node that is up.
+    stray = subprocess.Popen(
+        [sys.executable, "-c", f"import subprocess, time; subprocess.Popen({sleep!r}); time.sleep(60)"]
+    )
+    kept = subprocess.Popen(sleep)
+    try:
+        for _ in range(100):
+            if psutil.Process(stray.pid).children():
+                break
+            threading.Event().wait(0.1)
+        agent = psutil.Process(stray.pid).children()[0]
+        assert kill_strays(before | {kept.pid}) == 2
+        assert not psutil.pid_exists(stray.pid)  # killed and reaped
+        assert not agent.is_running() or agent.status() == psutil.STATUS_ZOMBIE
+        assert kept.poll() is None
+    finally:
+        for proc in (stray, kept):
+            proc.kill()
+            proc.wait()
