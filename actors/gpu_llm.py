@@ -105,7 +105,10 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
     if cluster.llm.replicas > 1 and cluster.llm.prefix_router:
         # A conversation's next turn goes where its prefix is cached; Serve's default (power of two
         # choices) spreads an agent's turns over the replicas and recomputes the prefix on each.
-        deployment_config["request_router_config"] = {"request_router_class": PREFIX_ROUTER}
+        router: dict[str, Any] = {"request_router_class": PREFIX_ROUTER}
+        if cluster.llm.prefix_router_imbalance is not None:
+            router["request_router_kwargs"] = {"imbalanced_threshold": cluster.llm.prefix_router_imbalance}
+        deployment_config["request_router_config"] = router
     return dict(
         **extra,
         model_loading_config={

@@ -15,7 +15,9 @@ system prompt and a MedQA question, growing by the reply and an observation each
 per turn at temperature 0. Printed per router: prefix hit rate (``usage.prompt_tokens_details.cached_tokens``
 / prompt tokens, which vLLM reports with ``enable_prompt_tokens_details``), the hit rate on later turns
 (the first turn can only hit the shared system prompt), prompt and decoded tokens/s over the wall clock,
-and the router/default ratios.
+and the router/default ratios. Then, per replica, from the node's Prometheus endpoint: the requests each
+served (Serve's ``serve_deployment_request_counter``) and, where the engine exports them, its prompt tokens and
+prefix-cache hits (vLLM's counters): whether a router spread the conversations or gathered them on one.
 
 Two regimes (``docs/results/cpu_tier.md``): with the tier's 1 GiB KV cache per replica every conversation fits
 on both replicas, so the default router loses only the turns it sends to the replica that lacks the latest
@@ -32,9 +34,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import socket
 import sys
 import time
+import urllib.request
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +47,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Replicas export their counters every 10 s by default; 1 s lets an arm's last calls be read right after it.
+os.environ.setdefault("RAY_metrics_report_interval_ms", "1000")
 
 from omegaconf import OmegaConf  # noqa: E402
 
@@ -99,6 +106,41 @@ async def _conversation(
         ]
 
 
+# Per-replica series, by the name Ray's Prometheus endpoint gives them, and what the table calls them.
+_SERIES = {
+    "ray_serve_deployment_request_counter_total": "requests",
+    "ray_vllm_prompt_tokens_total": "prompt",
+    "ray_vllm_prefix_cache_queries_total": "queried",
+    "ray_vllm_prefix_cache_hits_total": "hits",
+}
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def per_replica(page: str, deployment_prefix: str = "LLMServer") -> dict[str, dict[str, float]]:
+    """Each LLM replica's totals from a Prometheus page: ``{replica: {"requests": n, "prompt": ..., ...}}``.
+    Serve labels its series by ``replica``, and vLLM's by ``ReplicaId``; the ingress's requests are left out
+    (``deployment`` names the LLM server's deployment)."""
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for line in page.splitlines():
+        name, _, rest = line.partition("{")
+        what = _SERIES.get(name)
+        if what is None:
+            continue
+        body, _, value = rest.rpartition("} ")
+        labels = dict(_LABEL.findall(body))
+        if "deployment" in labels and not labels["deployment"].startswith(deployment_prefix):
+            continue
+        replica = labels.get("replica") or labels.get("ReplicaId")
+        if replica:
+            out[replica][what] += float(value.split()[0])
+    return {k: dict(v) for k, v in out.items()}
+
+
+def _scrape(port: int) -> dict[str, dict[str, float]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+        return per_replica(r.read().decode())
+
+
 def _observation(questions: list[Any], start: int, chars: int) -> str:
     """A tool result of ``chars`` characters: MedQA question texts from ``start`` on, joined as the
     retrieved evidence a tool returns is (one question is ~600-1,000 characters)."""
@@ -144,10 +186,13 @@ def main() -> None:
     p.add_argument("--num-cpus", type=int, default=6, help="logical CPUs of the local Ray cluster")
     p.add_argument("--kv-cache-mib", type=int, default=None,
                    help="KV cache per replica (default: the llm config's); small values put the cache under pressure")  # fmt: skip
+    p.add_argument("--imbalance", type=float, default=None,
+                   help="also run the prefix router with this imbalanced_threshold (cluster.llm.prefix_router_imbalance)")  # fmt: skip
     p.add_argument("--quick", action="store_true")
     args = p.parse_args()
     if args.quick:
         args.conversations, args.turns, args.decode = 4, 3, 16
+    metrics_port = _free_port()
     cfg: Any = OmegaConf.to_object(
         compose_pipeline_config(
             "run_benchmark",
@@ -155,6 +200,7 @@ def main() -> None:
                 f"llm={args.llm}",
                 "cluster=local",
                 f"cluster.ray.num_cpus={args.num_cpus}",
+                f"cluster.ray.metrics_export_port={metrics_port}",
                 f"cluster.serve.http_port={_free_port()}",
                 "cluster.llm.replicas=2",
             ],
@@ -176,9 +222,15 @@ def main() -> None:
     from pipelines.common import ray_session, run_llm_app
 
     results: dict[str, Totals] = {}
+    replicas: dict[str, dict[str, dict[str, float]]] = {}
     with ray_session(cluster):
-        for name, router in (("default", False), ("prefix router", True)):
-            arm = replace(cluster, llm=replace(cluster.llm, prefix_router=router))
+        arms = [("default", False, None), ("prefix router", True, None)]
+        if args.imbalance is not None:
+            arms.append((f"prefix, imb {args.imbalance:g}", True, args.imbalance))
+        for name, router, imbalance in arms:
+            arm = replace(
+                cluster, llm=replace(cluster.llm, prefix_router=router, prefix_router_imbalance=imbalance)
+            )
             start = time.perf_counter()
             run_llm_app(llm, arm)
             print(f"[{name}] 2 replicas up in {time.perf_counter() - start:.0f} s", flush=True)
@@ -186,7 +238,10 @@ def main() -> None:
             assert isinstance(endpoint, HttpEndpoint), endpoint  # vLLM's own OpenAI route
             base_url = endpoint.base_url
             try:
+                before = _scrape(metrics_port)
                 results[name] = asyncio.run(_traffic(base_url, llm.served_name, questions, args))
+                time.sleep(5)  # the replicas' last counters reach the endpoint
+                replicas[name] = {r: v for r, v in _scrape(metrics_port).items() if r not in before}
             finally:
                 serve.delete(LLM_APP)
     print(f"\n{args.conversations} conversations x {args.turns} turns, {args.decode} tokens decoded per turn, "
@@ -200,10 +255,24 @@ def main() -> None:
               f"{t.decoded / t.wall_s:>10.1f} {t.wall_s:>7.1f}")  # fmt: skip
         if t.reported < t.calls:
             print(f"  {t.calls - t.reported} responses without cached_tokens")
-    d, r = results.get("default"), results.get("prefix router")
-    if d and r and d.sent and r.sent:
+    print("\nper replica (the node's Prometheus counters):")
+    print(
+        f"{'router':<14} {'replica':<12} {'requests':>8} {'prompt':>8} {'queried':>8} {'hits':>8} {'hit %':>6}"
+    )
+    for name, by_replica in replicas.items():
+        if not by_replica:
+            print(f"{name:<14} (no per-replica series on the endpoint)")
+        for replica, v in sorted(by_replica.items()):
+            q = v.get("queried", 0.0)
+            rate = f"{100 * v.get('hits', 0.0) / q:>6.1f}" if q else f"{'-':>6}"
+            print(f"{name:<14} {replica[-12:]:<12} {v.get('requests', 0):>8.0f} {v.get('prompt', 0):>8.0f} "
+                  f"{q:>8.0f} {v.get('hits', 0):>8.0f} {rate}")  # fmt: skip
+    d = results.get("default")
+    for name, r in results.items():
+        if name == "default" or not (d and d.sent and r.sent):
+            continue
         ratio = (r.cached / r.sent) / (d.cached / d.sent) if d.cached else float("inf")
-        print(f"\nprefix router / default: hit rate {ratio:.2f}x, decoded tokens/s "
+        print(f"\n{name} / default: hit rate {ratio:.2f}x, decoded tokens/s "
               f"{(r.decoded / r.wall_s) / (d.decoded / d.wall_s):.2f}x")  # fmt: skip
 
 

@@ -230,6 +230,11 @@ class ClusterLLMConfig:
     # vLLM with replicas > 1: route each request to the replica whose prefix cache holds its conversation
     # (ray.serve.llm's PrefixCacheAffinityRouter) instead of Serve's load-only default.
     prefix_router: bool = True
+    # The prefix router's imbalanced_threshold: the difference in queued requests between replicas beyond
+    # which it routes for load (power of two choices) instead of for prefix. None keeps ray.serve.llm's
+    # default, infinity: it follows prefixes however uneven the load, so conversations that share a long
+    # system prompt can all gather on the replica that served the first one.
+    prefix_router_imbalance: float | None = None
 
     def __post_init__(self) -> None:
         coerce_choices(self, "cluster.llm")

@@ -60,3 +60,22 @@ def test_the_router_benchmarks_tool_results_have_the_asked_length() -> None:
     qs = [Question(f"q{i}", f"Question {i} text.", {"A": "x"}, "medqa") for i in range(3)]
     text = _observation(qs, 2, 100)
     assert len(text) == 100 and text.startswith("Question 2 text.\n\nQuestion 0 text.")
+
+
+def test_the_router_benchmark_reads_each_llm_replicas_counters() -> None:
+    from benchmarks.bench_prefix_router import per_replica
+
+    page = "\n".join([
+        "# HELP ray_serve_deployment_request_counter_total The number of queries",
+        'ray_serve_deployment_request_counter_total{application="llm",deployment="LLMServer:m",replica="r1",route="/"} 7.0',
+        'ray_serve_deployment_request_counter_total{application="llm",deployment="LLMServer:m",replica="r2",route="/"} 3.0',
+        'ray_serve_deployment_request_counter_total{application="llm",deployment="OpenAiIngress",replica="i1",route="/"} 10.0',
+        'ray_vllm_prefix_cache_queries_total{ReplicaId="r1",model_name="m"} 1000.0',
+        'ray_vllm_prefix_cache_hits_total{ReplicaId="r1",model_name="m"} 600.0',
+        'ray_vllm_prefix_cache_hits_total{ReplicaId="r1",model_name="m2"} 100.0',
+        'ray_other_total{replica="r1"} 5.0',
+    ])  # fmt: skip
+    assert per_replica(page) == {
+        "r1": {"requests": 7.0, "queried": 1000.0, "hits": 700.0},
+        "r2": {"requests": 3.0},
+    }

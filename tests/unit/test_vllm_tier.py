@@ -176,6 +176,12 @@ def test_the_prefix_router_goes_wherever_there_are_several_llm_replicas() -> Non
     assert two.cluster.llm.replicas == 2
     kwargs = vllm_llm_kwargs(two.llm, two.cluster, source="/m")
     assert kwargs["deployment_config"]["request_router_config"] == {"request_router_class": PREFIX_ROUTER}
+    bounded = _compose(
+        "llm=qwen2.5-7b-instruct", "cluster=multi_node", "cluster.llm.prefix_router_imbalance=4"
+    )
+    assert vllm_llm_kwargs(bounded.llm, bounded.cluster, source="/m")["deployment_config"]["request_router_config"] == {
+        "request_router_class": PREFIX_ROUTER, "request_router_kwargs": {"imbalanced_threshold": 4.0},
+    }  # fmt: skip
     off = _compose("llm=qwen2.5-7b-instruct", "cluster=multi_node", "cluster.llm.prefix_router=false")
     assert (
         "request_router_config" not in vllm_llm_kwargs(off.llm, off.cluster, source="/m")["deployment_config"]
@@ -189,3 +195,7 @@ def test_the_prefix_router_goes_wherever_there_are_several_llm_replicas() -> Non
 
     built = ServeLLMConfig(**kwargs).deployment_config["request_router_config"]
     assert RequestRouterConfig(**built).get_request_router_class() is PrefixCacheAffinityRouter
+    built = ServeLLMConfig(**vllm_llm_kwargs(bounded.llm, bounded.cluster, source="/m")).deployment_config
+    assert RequestRouterConfig(**built["request_router_config"]).request_router_kwargs == {
+        "imbalanced_threshold": 4.0
+    }
