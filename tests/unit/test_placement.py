@@ -136,6 +136,19 @@ def test_fractional_bundle_tells_vllm_its_worker_share() -> None:
     assert "runtime_env" not in vllm_llm_kwargs(whole.llm, whole.cluster, source="/m")
 
 
+def test_the_engines_environment_reaches_its_processes() -> None:
+    cfg = _run(
+        "cluster=paper_node_l40s", "llm=qwen2.5-72b-instruct-awq", "+llm.engine_env.VLLM_LOGGING_LEVEL=DEBUG"
+    )
+    env = vllm_llm_kwargs(cfg.llm, cfg.cluster, source="/m")["runtime_env"]["env_vars"]
+    assert env == {"VLLM_RAY_PER_WORKER_GPUS": "0.8", "VLLM_LOGGING_LEVEL": "DEBUG"}
+    cpu = _run(
+        "cluster=local", "llm=smollm2-135m-vllm-cpu", "+llm.engine_env.VLLM_CPU_OMP_THREADS_BIND=nobind"
+    )
+    kwargs = vllm_llm_kwargs(cpu.llm, cpu.cluster, source="/m")
+    assert kwargs["runtime_env"] == {"env_vars": {"VLLM_CPU_OMP_THREADS_BIND": "nobind"}}
+
+
 def test_sim_multi_node_places_the_open_ended_suite_whatever_order_ray_lists_its_nodes() -> None:
     # The scoring actor (1 GPU) fits on the retrieval node or the LLM node; the retriever and reranker
     # only on the retrieval node. Placing the scoring actor first on whichever node Ray listed first
