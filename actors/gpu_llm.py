@@ -86,15 +86,16 @@ def vllm_llm_kwargs(llm: LLMConfig, cluster: ClusterConfig, source: str | None =
     }
     if cluster.llm.accelerator_type:
         extra["accelerator_type"] = cluster.llm.accelerator_type
+    env: dict[str, str] = {}
     worker_gpus = float((cluster.llm.bundle or {}).get("GPU", 1.0))
     if 0 < worker_gpus < 1:
         # A TP worker asks for a whole GPU unless told (vLLM's VLLM_RAY_PER_WORKER_GPUS): with a fractional
         # bundle it asks for that fraction, and the rest of each GPU stays free for the retriever, reranker
         # and scoring actors (conf/cluster/paper_node_*.yaml).
-        extra["runtime_env"] = {"env_vars": {"VLLM_RAY_PER_WORKER_GPUS": str(worker_gpus)}}
-    if llm.engine_env:
-        env = extra.setdefault("runtime_env", {}).setdefault("env_vars", {})
-        env.update({str(k): str(v) for k, v in llm.engine_env.items()})
+        env["VLLM_RAY_PER_WORKER_GPUS"] = str(worker_gpus)
+    env.update({str(k): str(v) for k, v in llm.engine_env.items()})
+    if env:
+        extra["runtime_env"] = {"env_vars": env}
     deployment_config: dict[str, Any] = {
         "autoscaling_config": {
             "min_replicas": cluster.llm.replicas,
