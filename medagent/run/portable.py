@@ -1,0 +1,270 @@
+"""Portable run rows: a run's rows without the data set's text, so that they can be committed.
+
+A run longer than one session cannot live under ``outputs/`` alone (it is git-ignored, and a fresh checkout
+has none of it), yet its rows cannot be committed as they are: an interview row carries the physician's
+closing statement and the patient's own words verbatim, and a QA row its question. Committed, they would
+copy the shared data into the repository.
+
+``Redactor`` replaces every run of ``min_run`` or more characters that a row copies from its sources (an
+interview's turns) with a pointer ``[source, start, end]`` into them, and ``restore`` puts the text back from
+the same sources, read again from the data root. A string with such a run becomes ``{"$p": [segment, ...]}``
+where a segment is a literal string or a pointer. Shorter runs stay literal ("Yes.", "2 weeks"): they are
+phrases, not the data set. The portable row keeps the SHA-256 of the original row (``$sha256``) and
+``restore`` checks it, so a restored row is the row the run wrote, byte for byte in its JSON, or an error
+that names it (the data root holds another version of the transcript).
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medagent.run.rundir import RunDir
+
+POINTER = "$p"
+CHECKSUM = "$sha256"
+MIN_RUN = 24
+_SEP = "\x00"  # never in a source or a row string: a match cannot span two sources
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def row_checksum(row: dict[str, Any]) -> str:
+    """SHA-256 of the row's canonical JSON (sorted keys): what ``restore`` must give back."""
+    text = json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class PortableRowError(ValueError):
+    """A portable row that cannot be restored: its sources changed, or it is not a portable row."""
+
+
+class Redactor:
+    """Moves runs of text copied from ``sources`` out of a row, and back (module docstring).
+
+    Args:
+        sources: The texts a row may copy from, in a fixed order (an interview's turns, by index).
+        min_run: Shortest copied run replaced with a pointer.
+    """
+
+    def __init__(self, sources: Sequence[str], min_run: int = MIN_RUN) -> None:
+        if min_run < 1:
+            raise ValueError(f"min_run must be >= 1, got {min_run}")
+        if any(_SEP in s for s in sources):
+            raise ValueError("a source text contains NUL")
+        self.sources = list(sources)
+        self.min_run = min_run
+        self._big = _SEP.join(self.sources)
+        self._starts: list[int] = []
+        pos = 0
+        for s in self.sources:
+            self._starts.append(pos)
+            pos += len(s) + 1
+        # Every min_run-gram of the sources: an O(1) first test before the binary search.
+        grams = (self._big[i : i + min_run] for i in range(len(self._big) - min_run + 1))
+        self._grams = {g for g in grams if _SEP not in g}
+
+    # Strings -------------------------------------------------------------------------------------
+    def _longest(self, s: str, p: int) -> int:
+        """Length of the longest prefix of ``s[p:]`` found in one source (0 when under ``min_run``)."""
+        if s[p : p + self.min_run] not in self._grams:
+            return 0
+        lo, hi = self.min_run, len(s) - p  # lo is found; a longer prefix is found only if a shorter one is
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if s[p : p + mid] in self._big:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def _pointer(self, text: str) -> list[int]:
+        at = self._big.find(text)
+        i = bisect.bisect_right(self._starts, at) - 1
+        start = at - self._starts[i]
+        return [i, start, start + len(text)]
+
+    def redact_text(self, s: str) -> str | dict[str, list[Any]]:
+        """``s`` itself when it copies no run of ``min_run`` characters, else its segments."""
+        if _SEP in s:
+            raise ValueError("a row string contains NUL")
+        segments: list[Any] = []
+        literal: list[str] = []
+        p = 0
+        while p < len(s):
+            n = self._longest(s, p)
+            if n:
+                if literal:
+                    segments.append("".join(literal))
+                    literal = []
+                segments.append(self._pointer(s[p : p + n]))
+                p += n
+            else:
+                literal.append(s[p])
+                p += 1
+        if not any(isinstance(seg, list) for seg in segments):
+            return s
+        if literal:
+            segments.append("".join(literal))
+        return {POINTER: segments}
+
+    def restore_text(self, value: dict[str, list[Any]]) -> str:
+        out = []
+        for seg in value[POINTER]:
+            if isinstance(seg, str):
+                out.append(seg)
+                continue
+            i, start, end = seg
+            if not 0 <= i < len(self.sources) or end > len(self.sources[i]):
+                raise PortableRowError(f"pointer {seg} is outside the sources ({len(self.sources)} texts)")
+            out.append(self.sources[i][start:end])
+        return "".join(out)
+
+    # Rows ----------------------------------------------------------------------------------------
+    def redact(self, row: dict[str, Any]) -> dict[str, Any]:
+        """The portable form of ``row``: every copied run a pointer, and the original's checksum."""
+        portable = self._walk(row, self.redact_text, check=True)
+        return {CHECKSUM: row_checksum(row), **portable}
+
+    def restore(self, portable: dict[str, Any]) -> dict[str, Any]:
+        """The row ``redact`` was given.
+
+        Raises:
+            PortableRowError: No checksum, a pointer outside the sources, or a restored row whose checksum
+                differs (the sources are not the ones the row was made from).
+        """
+        if CHECKSUM not in portable:
+            raise PortableRowError(f"not a portable row (no {CHECKSUM!r} key)")
+        body = {k: v for k, v in portable.items() if k != CHECKSUM}
+        row = self._walk(body, None, check=False)
+        if row_checksum(row) != portable[CHECKSUM]:
+            raise PortableRowError(
+                "the restored row's checksum differs from the original's: the source texts are not the ones "
+                "the row was made from"
+            )
+        return row
+
+    def _walk(self, obj: Any, redact: Any, *, check: bool) -> Any:
+        if isinstance(obj, dict):
+            if set(obj) == {POINTER} and redact is None:
+                return self.restore_text(obj)
+            if check and (POINTER in obj or CHECKSUM in obj):
+                raise ValueError(f"a row already has a {POINTER!r} or {CHECKSUM!r} key")
+            return {k: self._walk(v, redact, check=check) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return [self._walk(v, redact, check=check) for v in obj]
+        if isinstance(obj, str) and redact is not None:
+            return redact(obj)
+        return obj
+
+
+# Run directories -----------------------------------------------------------------------------------------
+SourcesFor = Callable[[list[dict[str, Any]]], Callable[[dict[str, Any]], Sequence[str]]]
+"""Given a file's rows, a function from one row to its sources (loads the data set once per file)."""
+
+
+@dataclass
+class PortableFile:
+    """What ``export_run`` / ``restore_run`` did to one rows file (path relative to the run)."""
+
+    path: str
+    rows: int
+    written: int
+
+
+def _row_files(root: Path, names: Sequence[str]) -> list[Path]:
+    return sorted(p for name in names for p in root.rglob(name) if p.is_file())
+
+
+def export_run(
+    run_root: Path,
+    out_root: Path,
+    sources_for: SourcesFor,
+    *,
+    row_files: Sequence[str],
+    copy_files: Sequence[str] = ("manifest.json",),
+    min_run: int = MIN_RUN,
+) -> list[PortableFile]:
+    """Writes the portable form of every ``row_files`` file under ``run_root`` to the same relative path
+    under ``out_root`` (rows in order, a partial last line left out), and copies ``copy_files`` beside
+    them. Traces and reports are not exported: the report is rebuilt from the restored rows."""
+    rd = RunDir(run_root, read_only=True)
+    out: list[PortableFile] = []
+    for path in _row_files(rd.root, row_files):
+        rows = rd.load_records(path)
+        source_of = sources_for(rows)
+        lines = [
+            json.dumps(Redactor(source_of(r), min_run).redact(r), ensure_ascii=False) + "\n" for r in rows
+        ]
+        rel = path.relative_to(rd.root)
+        target = out_root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(target, "".join(lines))
+        for name in copy_files:
+            if (path.parent / name).is_file():
+                shutil.copyfile(path.parent / name, target.parent / name)
+        out.append(PortableFile(str(rel), len(rows), len(rows)))
+    if not out:
+        raise FileNotFoundError(f"no {' or '.join(row_files)} under {run_root}")
+    return out
+
+
+def restore_run(
+    portable_root: Path,
+    run_root: Path,
+    sources_for: SourcesFor,
+    *,
+    row_files: Sequence[str],
+    copy_files: Sequence[str] = ("manifest.json",),
+) -> list[PortableFile]:
+    """Restores the rows of ``portable_root`` into ``run_root``: a run file that holds a prefix of the
+    portable rows gets the rest appended, one that holds them all (or more) gets nothing, and one that
+    holds other rows is an error. So a restore never duplicates or reorders a row and can be repeated;
+    the run then resumes with those rows done. ``copy_files`` are copied where the run has none.
+
+    Raises:
+        PortableRowError: A row cannot be restored (``Redactor.restore``), or a run file holds rows the
+            portable file does not.
+    """
+    out: list[PortableFile] = []
+    for src in _row_files(portable_root, row_files):
+        rel = src.relative_to(portable_root)
+        portable = RunDir(portable_root, read_only=True).load_records(src)
+        target = run_root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for name in copy_files:
+            if (src.parent / name).is_file() and not (target.parent / name).exists():
+                shutil.copyfile(src.parent / name, target.parent / name)
+        have = [row_checksum(r) for r in RunDir(run_root, read_only=True).load_records(target)]
+        want = [str(p.get(CHECKSUM)) for p in portable]
+        k = min(len(have), len(want))
+        if have[:k] != want[:k]:
+            i = next(j for j in range(k) if have[j] != want[j])
+            raise PortableRowError(
+                f"{target} and {src} differ at row {i + 1}: the run dir holds other rows than the portable "
+                "copy (restore into an empty or matching run dir)"
+            )
+        todo = portable[len(have) :]
+        if todo:
+            source_of = sources_for(todo)
+            rows = [Redactor(source_of(p)).restore(p) for p in todo]
+            text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+            data = target.read_bytes() if target.exists() else b""
+            if data and not data.endswith(b"\n"):  # a partial last line left by a kill
+                data = data[: data.rfind(b"\n") + 1]
+            _atomic_write(target, data.decode("utf-8") + text)
+        out.append(PortableFile(str(rel), len(portable), len(todo)))
+    if not out:
+        raise FileNotFoundError(f"no {' or '.join(row_files)} under {portable_root}")
+    return out

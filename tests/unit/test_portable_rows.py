@@ -1,0 +1,158 @@
+"""Portable rows: a run's rows without the data's text, restored exactly from the same sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from medagent.run.portable import (
+    CHECKSUM,
+    POINTER,
+    PortableRowError,
+    Redactor,
+    export_run,
+    restore_run,
+    row_checksum,
+)
+from pipelines.portable_rows import main
+
+TURNS = [
+    "Hello, what brings you in today?",
+    "I've had this sharp pain in my chest for just over a week now, worse when I breathe in.",
+    "OK. Any cough or fever?",
+    "No fever. Yes.",
+    "So it sounds like it could be a pulmonary embolism, so we will do a work up for that.",
+]
+
+
+def _row(iid: str = "RES9001", arm: str = "amq") -> dict[str, Any]:
+    return {
+        "interview_id": iid,
+        "source": "fareez",
+        "arm": arm,
+        "reference": {"statement": TURNS[4], "turns": [4]},
+        "result": {
+            "assessment": {
+                "statement": "The most likely diagnosis is pleurisy; we should get a chest X-ray."
+            },
+            "final_state": {"asked": [{"text": "Any cough?", "answer": TURNS[3]}, {"answer": TURNS[1]}]},
+        },
+        "simulator": [{"answer": TURNS[1], "context": "Doctor: " + TURNS[0]}],
+        "record": {"prediction": "Quoted: " + TURNS[1][:40] + " and more", "rouge_l": 0.125, "n_facts": 27},
+    }
+
+
+def _copied_runs(obj: Any, sources: list[str], n: int) -> list[str]:
+    """Every string of ``obj`` holding a run of ``n`` characters copied from ``sources``."""
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in _copied_runs(v, sources, n)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in _copied_runs(v, sources, n)]
+    if isinstance(obj, str):
+        return [obj] if any(obj[i : i + n] in src for src in sources for i in range(len(obj) - n + 1)) else []
+    return []
+
+
+def test_copied_text_becomes_pointers_and_comes_back_exactly() -> None:
+    red = Redactor(TURNS)
+    row = _row()
+    portable = red.redact(row)
+    assert portable[CHECKSUM] == row_checksum(row)
+    assert portable["reference"]["statement"] == {POINTER: [[4, 0, len(TURNS[4])]]}
+    assert portable["simulator"][0]["context"] == {POINTER: ["Doctor: ", [0, 0, len(TURNS[0])]]}
+    assert portable["record"]["prediction"][POINTER][0] == "Quoted: "
+    # A short answer ("No fever. Yes.") and the agent's own words stay as they are.
+    assert portable["result"]["final_state"]["asked"][0]["answer"] == TURNS[3]
+    assert portable["result"]["assessment"]["statement"] == row["result"]["assessment"]["statement"]
+    assert _copied_runs({k: v for k, v in portable.items() if k != CHECKSUM}, TURNS, 24) == []
+    assert red.restore(json.loads(json.dumps(portable))) == row
+
+
+def test_restore_from_other_sources_is_an_error() -> None:
+    portable = Redactor(TURNS).redact(_row())
+    changed = [*TURNS[:4], TURNS[4].replace("embolism", "embolus!")]
+    with pytest.raises(PortableRowError, match="checksum differs"):
+        Redactor(changed).restore(portable)
+    with pytest.raises(PortableRowError, match="outside the sources"):
+        Redactor(TURNS[:2]).restore(portable)
+    with pytest.raises(PortableRowError, match="not a portable row"):
+        Redactor(TURNS).restore(_row())
+
+
+def test_a_row_that_already_has_a_pointer_key_is_refused() -> None:
+    with pytest.raises(ValueError, match="already has"):
+        Redactor(TURNS).redact({"x": {POINTER: ["a"]}})
+
+
+def _write_run(root: Path, rows_by_arm: dict[str, list[dict[str, Any]]]) -> None:
+    for arm, rows in rows_by_arm.items():
+        d = root / "arms" / arm
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "interviews.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        (d / "manifest.json").write_text(json.dumps({"arm": arm}))
+
+
+def _sources(rows: list[dict[str, Any]]) -> Any:
+    assert rows, "sources are loaded only for rows to convert"
+    return lambda r: TURNS
+
+
+def test_export_then_restore_gives_the_run_back_and_never_duplicates(tmp_path: Path) -> None:
+    run, out, back = tmp_path / "run", tmp_path / "portable", tmp_path / "back"
+    rows = {"amq": [_row("RES9001"), _row("RES9002")], "single_shot": [_row("RES9001", "single_shot")]}
+    _write_run(run, rows)
+    with open(run / "arms/amq/interviews.jsonl", "a") as f:
+        f.write('{"interview_id": "RES90')  # a partial last line left by a kill is not exported
+    files = export_run(run, out, _sources, row_files=["interviews.jsonl"])
+    assert {(f.path, f.rows) for f in files} == {
+        ("arms/amq/interviews.jsonl", 2),
+        ("arms/single_shot/interviews.jsonl", 1),
+    }
+    assert (out / "arms/amq/manifest.json").exists()
+    for f in out.rglob("interviews.jsonl"):
+        assert _copied_runs([json.loads(x) for x in f.read_text().splitlines()], TURNS, 24) == []
+
+    # A run dir holding the first row only gets the second; a second restore adds nothing.
+    _write_run(back, {"amq": rows["amq"][:1]})
+    restored = restore_run(out, back, _sources, row_files=["interviews.jsonl"])
+    assert {(f.path, f.written) for f in restored} == {
+        ("arms/amq/interviews.jsonl", 1),
+        ("arms/single_shot/interviews.jsonl", 1),
+    }
+    again = restore_run(out, back, _sources, row_files=["interviews.jsonl"])
+    assert [f.written for f in again] == [0, 0]
+    for arm, want in rows.items():
+        got = [json.loads(x) for x in (back / "arms" / arm / "interviews.jsonl").read_text().splitlines()]
+        assert got == want
+    assert json.loads((back / "arms/single_shot/manifest.json").read_text()) == {"arm": "single_shot"}
+
+
+def test_restore_into_a_run_dir_with_other_rows_is_an_error(tmp_path: Path) -> None:
+    run, out, other = tmp_path / "run", tmp_path / "portable", tmp_path / "other"
+    _write_run(run, {"amq": [_row("RES9001")]})
+    export_run(run, out, _sources, row_files=["interviews.jsonl"])
+    _write_run(other, {"amq": [_row("RES9002")]})
+    with pytest.raises(PortableRowError, match="differ at row 1"):
+        restore_run(out, other, _sources, row_files=["interviews.jsonl"])
+
+
+def test_cli_round_trip_on_a_real_transcript(tmp_path: Path, data_root: Path) -> None:
+    from medagent.interview.sources import load_interviews
+
+    iv = load_interviews("x", "fareez", data_root, ids=["RES0001"]).interviews[0]
+    patient = next(t.text for t in iv.turns if t.speaker == "patient" and len(t.text) > 60)
+    row = {"interview_id": "RES0001", "source": "fareez", "reference": {"statement": iv.turns[-1].text}}
+    row["simulator"] = [{"answer": patient}]
+    run = tmp_path / "run"
+    _write_run(run, {"amq": [row]})
+    assert main(["export", str(run), str(tmp_path / "p"), "--data-root", str(data_root)]) == 0
+    text = (tmp_path / "p/arms/amq/interviews.jsonl").read_text()
+    assert patient[:30] not in text
+    assert main(["restore", str(tmp_path / "p"), str(tmp_path / "r"), "--data-root", str(data_root)]) == 0
+    assert (tmp_path / "r/arms/amq/interviews.jsonl").read_text() == (
+        run / "arms/amq/interviews.jsonl"
+    ).read_text()
+    assert main(["restore", str(tmp_path / "nothing"), str(tmp_path / "r")]) == 2
