@@ -14,6 +14,7 @@ rebuilds its report. Traces are not exported.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -21,18 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from medagent.interview.sources import load_interviews
-from medagent.run.portable import MIN_RUN, PortableRowError, export_run, restore_run
+from medagent.run.portable import MIN_RUN, PortableRowError, SourcesFor, export_run, restore_run
 
 log = logging.getLogger("medagent.portable_rows")
-ROW_FILES = ("interviews.jsonl",)
+INTERVIEW_FILES = ("interviews.jsonl",)
+QA_FILES = ("predictions.jsonl", "questions.jsonl", "golds.jsonl", "rejected.jsonl")
 
 
-def transcript_sources(
-    data_root: str | None,
-) -> Callable[[list[dict[str, Any]]], Callable[[dict[str, Any]], Sequence[str]]]:
-    """Rows -> (row -> its interview's turn texts), loading each source's transcripts once."""
+def transcript_sources(data_root: str | None) -> SourcesFor:
+    """Interview rows -> (row -> its interview's turn texts), loading each source's transcripts once."""
 
-    def sources_for(rows: list[dict[str, Any]]) -> Callable[[dict[str, Any]], Sequence[str]]:
+    def sources_for(path: Path, rows: list[dict[str, Any]]) -> Callable[[dict[str, Any]], Sequence[str]]:
         by_source: dict[str, set[str]] = {}
         for r in rows:
             by_source.setdefault(str(r["source"]), set()).add(str(r["interview_id"]))
@@ -45,13 +45,70 @@ def transcript_sources(
     return sources_for
 
 
+def _strings(obj: Any) -> list[str]:
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in _strings(v)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in _strings(v)]
+    return [obj] if isinstance(obj, str) else []
+
+
+def qa_sources(data_root: str | None, index_dir: str | None) -> SourcesFor:
+    """QA rows (predictions, questions, golds, rejected rows, traces) -> (row -> its item's texts, then the
+    text of every index document the row names, by id). The benchmark is loaded as the cell's manifest
+    says, once per cell; documents come from ``index_dir`` (default: the one the manifest names)."""
+    from medagent.data import load_benchmark
+    from medagent.retrieval.store import TextStore
+
+    cells: dict[Path, tuple[dict[str, list[str]], list[TextStore]]] = {}
+
+    def cell(root: Path) -> tuple[dict[str, list[str]], list[TextStore]]:
+        if root not in cells:
+            manifest = root / "manifest.json"
+            if not manifest.is_file():
+                raise FileNotFoundError(f"{manifest} is missing: a QA cell's sources are read from it")
+            config = json.loads(manifest.read_text(encoding="utf-8"))["config"]
+            bench = config["benchmark"]
+            data = load_benchmark(bench["loader"], data_root, **dict(bench.get("options") or {}))
+            items = {q.id: _strings(q.to_dict()) + _strings(g.to_dict()) for q, g in data.pairs}
+            for rej in data.rejected:
+                items.setdefault(f"row:{rej.row}", []).extend([rej.raw, rej.reason])
+                if rej.id is not None:
+                    items.setdefault(rej.id, []).extend([rej.raw, rej.reason])
+            where = Path(index_dir or config.get("index_dir") or "")
+            stores = [
+                TextStore(stem.with_suffix("")) for stem in sorted((where / "index").glob("*.store.arrow"))
+            ]
+            cells[root] = (items, stores)
+        return cells[root]
+
+    def sources_for(path: Path, rows: list[dict[str, Any]]) -> Callable[[dict[str, Any]], Sequence[str]]:
+        items, stores = cell(path.parent)
+        names = sorted({s for r in rows for s in _strings(r) if len(s) <= 200})
+        docs: dict[str, list[str]] = {}
+        for store in stores:
+            found = store.find(names)
+            hits = [i for i in range(len(names)) if found[i] >= 0]
+            for i, row in zip(hits, store.read(found[hits]), strict=True):
+                docs[names[i]] = [row.title, row.content]
+
+        def source_of(r: dict[str, Any]) -> Sequence[str]:
+            key = str(r["id"]) if r.get("id") is not None else f"row:{r.get('row')}"
+            named = sorted({s for s in _strings(r) if s in docs})
+            return items.get(key, []) + [t for d in named for t in docs[d]]
+
+        return source_of
+
+    return sources_for
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m pipelines.portable_rows",
-        description="Export an interview run's rows without transcript text (to commit), or restore them.",
+        description="Export a run's rows without the data's text (to commit them), or restore them into a run dir.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    e = sub.add_parser("export", help="RUN_DIR -> OUT_DIR: rows with pointers into the transcripts")
+    e = sub.add_parser("export", help="RUN_DIR -> OUT_DIR: rows with pointers into the data's text")
     e.add_argument("run_dir", type=Path)
     e.add_argument("out_dir", type=Path)
     e.add_argument(
@@ -66,23 +123,45 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             default=None,
             help="the shared data folder (default: $MEDAGENT_DATA, else ../shared/data)",
         )
+        q.add_argument(
+            "--index-dir",
+            default=None,
+            help="QA runs: the index whose documents rows quote (default: the manifest's)",
+        )
     return p.parse_args(argv)
+
+
+def kind_of(
+    root: Path, data_root: str | None, index_dir: str | None
+) -> tuple[tuple[str, ...], SourcesFor] | None:
+    """The row files under ``root`` and how their sources are read: interview runs (``interviews.jsonl``)
+    or QA runs and suites (``predictions.jsonl``); None when it holds neither."""
+    if next(root.rglob(INTERVIEW_FILES[0]), None) is not None:
+        return INTERVIEW_FILES, transcript_sources(data_root)
+    if next(root.rglob(QA_FILES[0]), None) is not None:
+        return QA_FILES, qa_sources(data_root, index_dir)
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = parse_args(argv)
-    sources = transcript_sources(args.data_root)
+    root = args.run_dir if args.command == "export" else args.portable_dir
+    kind = kind_of(root, args.data_root, args.index_dir) if root.is_dir() else None
+    if kind is None:
+        print(f"error: no interviews.jsonl or predictions.jsonl under {root}", file=sys.stderr)
+        return 2
+    files, sources = kind
     try:
         if args.command == "export":
-            done = export_run(args.run_dir, args.out_dir, sources, row_files=ROW_FILES, min_run=args.min_run)
+            done = export_run(args.run_dir, args.out_dir, sources, row_files=files, min_run=args.min_run)
             for f in done:
                 log.info("%s: %d rows exported", f.path, f.rows)
         else:
-            done = restore_run(args.portable_dir, args.run_dir, sources, row_files=ROW_FILES)
+            done = restore_run(args.portable_dir, args.run_dir, sources, row_files=files)
             for f in done:
                 log.info("%s: %d rows, %d restored (the rest were there)", f.path, f.rows, f.written)
-    except (PortableRowError, FileNotFoundError) as e:
+    except (PortableRowError, FileNotFoundError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

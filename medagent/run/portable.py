@@ -170,8 +170,12 @@ class Redactor:
 
 
 # Run directories -----------------------------------------------------------------------------------------
-SourcesFor = Callable[[list[dict[str, Any]]], Callable[[dict[str, Any]], Sequence[str]]]
-"""Given a file's rows, a function from one row to its sources (loads the data set once per file)."""
+SourcesFor = Callable[[Path, list[dict[str, Any]]], Callable[[dict[str, Any]], Sequence[str]]]
+"""Given a rows file (of the run being exported or restored into) and its rows, a function from one row to
+its sources (the data set is read once per file)."""
+TRACES = "traces"
+TRACE_ROWS = "traces.portable.jsonl"  # a run dir's ``traces/*.json``, one line per file, beside its rows
+FILE = "$file"
 
 
 @dataclass
@@ -187,6 +191,10 @@ def _row_files(root: Path, names: Sequence[str]) -> list[Path]:
     return sorted(p for name in names for p in root.rglob(name) if p.is_file())
 
 
+def _dump(rows: Sequence[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
 def export_run(
     run_root: Path,
     out_root: Path,
@@ -197,26 +205,38 @@ def export_run(
     min_run: int = MIN_RUN,
 ) -> list[PortableFile]:
     """Writes the portable form of every ``row_files`` file under ``run_root`` to the same relative path
-    under ``out_root`` (rows in order, a partial last line left out), and copies ``copy_files`` beside
-    them. Traces and reports are not exported: the report is rebuilt from the restored rows."""
+    under ``out_root`` (rows in order, a partial last line left out), the trace files beside them as one
+    ``traces.portable.jsonl``, and copies ``copy_files``. Reports are not exported: they are rebuilt from the
+    restored rows."""
     rd = RunDir(run_root, read_only=True)
     out: list[PortableFile] = []
+    dirs: set[Path] = set()
     for path in _row_files(rd.root, row_files):
         rows = rd.load_records(path)
-        source_of = sources_for(rows)
-        lines = [
-            json.dumps(Redactor(source_of(r), min_run).redact(r), ensure_ascii=False) + "\n" for r in rows
-        ]
-        rel = path.relative_to(rd.root)
-        target = out_root / rel
+        source_of = sources_for(path, rows)
+        target = out_root / path.relative_to(rd.root)
         target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, "".join(lines))
+        _atomic_write(target, _dump([Redactor(source_of(r), min_run).redact(r) for r in rows]))
         for name in copy_files:
             if (path.parent / name).is_file():
                 shutil.copyfile(path.parent / name, target.parent / name)
-        out.append(PortableFile(str(rel), len(rows), len(rows)))
+        out.append(PortableFile(str(path.relative_to(rd.root)), len(rows), len(rows)))
+        dirs.add(path.parent)
     if not out:
         raise FileNotFoundError(f"no {' or '.join(row_files)} under {run_root}")
+    for d in sorted(dirs):
+        files = sorted((d / TRACES).glob("*.json"))
+        if not files:
+            continue
+        traces = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+        source_of = sources_for(d / TRACES, traces)
+        lines = [
+            {FILE: f.name} | Redactor(source_of(t), min_run).redact(t)
+            for f, t in zip(files, traces, strict=True)
+        ]
+        rel = (d / TRACE_ROWS).relative_to(rd.root)
+        _atomic_write(out_root / rel, _dump(lines))
+        out.append(PortableFile(str(rel), len(lines), len(lines)))
     return out
 
 
@@ -231,11 +251,12 @@ def restore_run(
     """Restores the rows of ``portable_root`` into ``run_root``: a run file that holds a prefix of the
     portable rows gets the rest appended, one that holds them all (or more) gets nothing, and one that
     holds other rows is an error. So a restore never duplicates or reorders a row and can be repeated;
-    the run then resumes with those rows done. ``copy_files`` are copied where the run has none.
+    the run then resumes with those rows done. Trace files are written where the run has none, and
+    ``copy_files`` copied where the run has none (first, so that ``sources_for`` can read the manifest).
 
     Raises:
-        PortableRowError: A row cannot be restored (``Redactor.restore``), or a run file holds rows the
-            portable file does not.
+        PortableRowError: A row cannot be restored (``Redactor.restore``), a run file holds rows the
+            portable file does not, or a trace file differs from the portable one.
     """
     out: list[PortableFile] = []
     for src in _row_files(portable_root, row_files):
@@ -257,14 +278,38 @@ def restore_run(
             )
         todo = portable[len(have) :]
         if todo:
-            source_of = sources_for(todo)
+            source_of = sources_for(target, todo)
             rows = [Redactor(source_of(p)).restore(p) for p in todo]
-            text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
             data = target.read_bytes() if target.exists() else b""
             if data and not data.endswith(b"\n"):  # a partial last line left by a kill
                 data = data[: data.rfind(b"\n") + 1]
-            _atomic_write(target, data.decode("utf-8") + text)
+            _atomic_write(target, data.decode("utf-8") + _dump(rows))
         out.append(PortableFile(str(rel), len(portable), len(todo)))
+        out += _restore_traces(src.parent / TRACE_ROWS, target.parent, sources_for, rel.parent)
     if not out:
         raise FileNotFoundError(f"no {' or '.join(row_files)} under {portable_root}")
     return out
+
+
+def _restore_traces(src: Path, run_dir: Path, sources_for: SourcesFor, rel: Path) -> list[PortableFile]:
+    if not src.is_file():
+        return []
+    lines = RunDir(src.parent, read_only=True).load_records(src)
+    traces = run_dir / TRACES
+    traces.mkdir(parents=True, exist_ok=True)
+    todo = []
+    for line in lines:
+        path = traces / str(line[FILE])
+        if not path.exists():
+            todo.append(line)
+        elif row_checksum(json.loads(path.read_text(encoding="utf-8"))) != line[CHECKSUM]:
+            raise PortableRowError(f"{path} differs from its portable copy in {src}")
+    if todo:
+        source_of = sources_for(traces, todo)
+        for line in todo:
+            body = {k: v for k, v in line.items() if k != FILE}
+            # RunDir.append_predictions writes traces with indent=1: the restored file is the same bytes.
+            _atomic_write(
+                traces / str(line[FILE]), json.dumps(Redactor(source_of(body)).restore(body), indent=1)
+            )
+    return [PortableFile(str(rel / TRACE_ROWS), len(lines), len(todo))]

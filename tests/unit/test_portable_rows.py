@@ -95,7 +95,7 @@ def _write_run(root: Path, rows_by_arm: dict[str, list[dict[str, Any]]]) -> None
         (d / "manifest.json").write_text(json.dumps({"arm": arm}))
 
 
-def _sources(rows: list[dict[str, Any]]) -> Any:
+def _sources(path: Path, rows: list[dict[str, Any]]) -> Any:
     assert rows, "sources are loaded only for rows to convert"
     return lambda r: TURNS
 
@@ -156,3 +156,52 @@ def test_cli_round_trip_on_a_real_transcript(tmp_path: Path, data_root: Path) ->
         run / "arms/amq/interviews.jsonl"
     ).read_text()
     assert main(["restore", str(tmp_path / "nothing"), str(tmp_path / "r")]) == 2
+
+
+def test_qa_cell_round_trip_with_traces_and_index_documents(tmp_path: Path, data_root: Path) -> None:
+    """A QA cell: questions, golds and predictions from a real benchmark, a quote of an index document in
+    the evidence and the trace; every copied run leaves the portable copy, and the restore is exact."""
+    import pyarrow as pa
+
+    from medagent.data import load_benchmark
+    from medagent.retrieval.store import STORE_COLUMNS, write_store
+    from medagent.run import RunDir
+    from medagent.types import Prediction
+
+    index = tmp_path / "index"
+    doc = "Pulmonary embolism presents with pleuritic chest pain, tachycardia and hypoxaemia in most cases."
+    table = pa.table(
+        {
+            c: [v]
+            for c, v in zip(STORE_COLUMNS, ["pm:1#0", "pm:1", None, "PE review", doc, "pubmed"], strict=True)
+        }
+    )
+    write_store(index / "index" / "pubmed.store", [table])
+    (q, g), (q2, g2) = load_benchmark("medqa", data_root, limit=2).pairs
+    cell = tmp_path / "run" / "medqa" / "full"
+    rd = RunDir(cell)
+    config = {"benchmark": {"loader": "medqa", "options": {}}, "index_dir": str(index)}
+    rd.write_json(rd.manifest, {"config": config})
+    rd.write_questions([q, q2])
+    rd.write_golds([g, g2])
+    quote = {"doc_id": "pm:1#0", "quote": doc[:60]}
+    trace = [{"tool": "enable_search", "documents": [{"id": "pm:1#0", "text": doc}], "question": q.text}]
+    rd.append_predictions(
+        [Prediction(q.id, "medqa", "A", raw="I pick A: " + q.text[:50], trace=trace, evidence=[quote])]
+    )
+    rd.append_predictions([Prediction(q2.id, "medqa", "INVALID", raw="no answer")])
+
+    out, back = tmp_path / "portable", tmp_path / "back"
+    assert main(["export", str(tmp_path / "run"), str(out), "--data-root", str(data_root)]) == 0
+    sources = [q.text, *(q.options or {}).values(), q2.text, doc]
+    for f in out.rglob("*.jsonl"):
+        rows = [json.loads(x) for x in f.read_text().splitlines()]
+        assert _copied_runs(rows, sources, 24) == [], f
+    assert (out / "medqa/full/traces.portable.jsonl").exists()
+    assert main(["restore", str(out), str(back), "--data-root", str(data_root)]) == 0
+    for name in ("predictions.jsonl", "questions.jsonl", "golds.jsonl", "traces/" + rd.trace_path(q.id).name):
+        assert (back / "medqa/full" / name).read_bytes() == (cell / name).read_bytes(), name
+    assert main(["restore", str(out), str(back), "--data-root", str(data_root)]) == 0  # again: nothing added
+    assert (back / "medqa/full/predictions.jsonl").read_bytes() == (cell / "predictions.jsonl").read_bytes()
+    # Without the index, the quote cannot come back: an error, never a wrong row.
+    assert main(["restore", str(out), str(tmp_path / "b2"), "--index-dir", str(tmp_path / "none")]) == 2
