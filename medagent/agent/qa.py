@@ -148,7 +148,9 @@ class QAAgent:
             tools=names,
         )
         if self.constrained_calls:
-            run.call_format = call_schema(names, sorted(options) if options else None)
+            run.call_format = call_schema(
+                names, sorted(options) if options else None, thought_chars=self.cfg.loop.thought_chars
+            )
         try:
             candidate, reason = await self._loop(run)
             answer, raw = await self._final(run, candidate, reason)

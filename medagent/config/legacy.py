@@ -104,6 +104,7 @@ QA_ADDED_DEFAULTS: dict[str, Any] = {
     "llm.slot_affinity": False,
     "agent.retrieval.hold_out_own_evidence": False,
     "llm.speculative": "none",
+    "agent.loop.thought_chars": 300,
 }
 
 

@@ -115,6 +115,9 @@ class ToolLoopConfig:
     max_conversation_tokens: int = 8192
     # max_tokens of one agent turn (a tool call, or a short reasoning step).
     step_max_tokens: int = 512
+    # Characters of the thought a constrained call (the CPU backends' JSON-schema turns) writes before its
+    # tool call: the model's only room to reason, and about half of what a question decodes.
+    thought_chars: int = 300
     # max_tokens of a tool's own LLM call (comparison, options, relevance judgements, quotes).
     tool_max_tokens: int = 1024
     # Tool calls run from one reply; the others are answered "not run" (the small model sometimes

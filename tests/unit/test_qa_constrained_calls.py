@@ -64,6 +64,20 @@ def test_the_full_agent_runs_on_constrained_turns() -> None:
     assert tools == ["perform_comparison", "enable_search", "relevance_analysis", "locate_evidence"]
 
 
+def test_the_thought_budget_comes_from_the_config() -> None:
+    from dataclasses import replace
+
+    cfg = agent_config(mode="no_search")
+    cfg = replace(cfg, loop=replace(cfg.loop, thought_chars=120))
+    model = AgentModel([turn("final_answer", {"answer": "B"}, "short")])
+    services = AgentDeps(json_schema=True, tool_calls="json_schema")
+    assert asyncio.run(build_agent(cfg, model, services).answer(Q)).answer == "B"
+    variants = model.of_kind("turn")[0]["response_format"]["json_schema"]["schema"]["anyOf"]
+    assert {v["properties"]["thought"]["maxLength"] for v in variants} == {120}
+    default = call_schema(["final_answer"])["json_schema"]["schema"]["anyOf"][0]
+    assert default["properties"]["thought"]["maxLength"] == 300
+
+
 def test_without_json_schema_support_turns_stay_free() -> None:
     model = AgentModel([turn("final_answer", {"answer": "B"})])
     services = AgentDeps(json_schema=False, tool_calls="json_schema")

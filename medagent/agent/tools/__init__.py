@@ -25,7 +25,8 @@ MODE_DEFAULTS: dict[str, tuple[tuple[str, ...], str]] = {
     "no_cache_prune": (("perform_comparison", "enable_search"), "context"),
     "no_search": (("perform_comparison",), "none"),
 }
-# Room for one short thought before each constrained call (the model cannot reason anywhere else).
+# Room for one short thought before each constrained call (the model cannot reason anywhere else); the
+# default of ``agent.loop.thought_chars``.
 THOUGHT_CHARS = 300
 # Each tool's schema as a plain mapping (description, parameters, required), by name.
 SPECS: dict[str, dict[str, Any]] = {
@@ -81,13 +82,16 @@ def tool_schemas(names: list[str], letters: list[str] | None = None) -> list[dic
     return out
 
 
-def call_schema(names: list[str], letters: list[str] | None = None) -> dict[str, Any]:
+def call_schema(
+    names: list[str], letters: list[str] | None = None, *, thought_chars: int = THOUGHT_CHARS
+) -> dict[str, Any]:
     """A ``response_format`` that makes one agent turn exactly one call to one of ``names``.
 
     For backends that follow JSON schemas but not function calling (the CPU llama.cpp model answers
     ``tools=`` with prose): the model still chooses the tool and its arguments, decoding only guarantees
     the shape — the same guided decoding vLLM uses for ``tool_choice="required"``. ``letters`` restricts
-    ``final_answer`` to the option letters of a multiple-choice question.
+    ``final_answer`` to the option letters of a multiple-choice question; ``thought_chars`` bounds the
+    thought written before the call.
     """
     variants = []
     for n in names:
@@ -100,7 +104,7 @@ def call_schema(names: list[str], letters: list[str] | None = None) -> dict[str,
             {
                 "type": "object",
                 "properties": {
-                    "thought": {"type": "string", "maxLength": THOUGHT_CHARS},
+                    "thought": {"type": "string", "maxLength": thought_chars},
                     "name": {"const": n},
                     "arguments": {
                         "type": "object",
