@@ -22,10 +22,21 @@ from pathlib import Path
 from typing import Any
 
 from medagent.interview.sources import load_interviews
-from medagent.run.portable import MIN_RUN, PortableRowError, SourcesFor, export_run, restore_run
+from medagent.run import RunDir
+from medagent.run.portable import (
+    CHECKSUM,
+    MIN_RUN,
+    PortableRowError,
+    Redactor,
+    SourcesFor,
+    export_run,
+    restore_run,
+    row_checksum,
+)
 
 log = logging.getLogger("medagent.portable_rows")
 INTERVIEW_FILES = ("interviews.jsonl",)
+FACTS = "facts"  # an interview run's case-fact sets, beside its rows
 QA_FILES = ("predictions.jsonl", "questions.jsonl", "golds.jsonl", "rejected.jsonl")
 
 
@@ -43,6 +54,79 @@ def transcript_sources(data_root: str | None) -> SourcesFor:
         return lambda r: turns[(str(r["source"]), str(r["interview_id"]))]
 
     return sources_for
+
+
+def _interview_config(root: Path) -> dict[str, Any] | None:
+    """The config of the first interview run (or arm) under ``root`` that has a manifest."""
+    for m in sorted(root.rglob("manifest.json")):
+        config = json.loads(m.read_text(encoding="utf-8")).get("config") or {}
+        if "interviews" in config:
+            return dict(config)
+    return None
+
+
+def _facts_dir(root: Path, facts_dir: str | None) -> tuple[Path, str] | None:
+    """Where the run's case facts are cached (``eval.facts_dir``, relative to the working directory) and
+    the interviews' source; None when the run keeps none."""
+    config = _interview_config(root)
+    where = facts_dir or (config or {}).get("eval", {}).get("facts_dir")
+    if not where or config is None:
+        return None
+    return Path(where), str(config["interviews"]["source"])
+
+
+def export_facts(run_dir: Path, out_dir: Path, data_root: str | None, facts_dir: str | None) -> int:
+    """Copies the case-fact sets of the run's interviews (``<facts_dir>/<id>.<key>.json``: every arm of an
+    interview is scored against the same set) to ``out_dir/facts`` in portable form; returns how many."""
+    found = _facts_dir(run_dir, facts_dir)
+    if found is None or not found[0].is_dir():
+        return 0
+    where, source = found
+    ids = sorted(
+        {
+            str(r["interview_id"])
+            for f in run_dir.rglob("interviews.jsonl")
+            for r in RunDir(f.parent, read_only=True).load_records(f)
+        }
+    )
+    sets = [p for i in ids for p in sorted(where.glob(f"{i}.*.json"))]
+    if not sets:
+        return 0
+    turns = transcript_sources(data_root)(where, [{"source": source, "interview_id": i} for i in ids])
+    (out_dir / FACTS).mkdir(parents=True, exist_ok=True)
+    for p in sets:
+        fs = json.loads(p.read_text(encoding="utf-8"))
+        portable = Redactor(turns({"source": source, "interview_id": fs["interview_id"]})).redact(fs)
+        text = json.dumps(portable, ensure_ascii=False) + "\n"
+        (out_dir / FACTS / p.name).write_text(text, encoding="utf-8")
+    return len(sets)
+
+
+def restore_facts(portable_dir: Path, run_dir: Path, data_root: str | None, facts_dir: str | None) -> int:
+    """Writes the portable fact sets the cache lacks (as ``FactCache.put`` writes them); returns how many.
+    A set the cache already holds must be the same one, or the run's remaining arms would be scored
+    against other facts than its finished ones."""
+    files = sorted((portable_dir / FACTS).glob("*.json"))
+    found = _facts_dir(portable_dir, facts_dir)
+    if not files or found is None:
+        return 0
+    where, source = found
+    sets = [json.loads(p.read_text(encoding="utf-8")) for p in files]
+    turns = transcript_sources(data_root)(
+        where, [{"source": source, "interview_id": fs["interview_id"]} for fs in sets]
+    )
+    where.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for p, portable in zip(files, sets, strict=True):
+        target = where / p.name
+        if target.exists():
+            if row_checksum(json.loads(target.read_text(encoding="utf-8"))) != portable[CHECKSUM]:
+                raise PortableRowError(f"{target} differs from its portable copy {p}")
+            continue
+        fs = Redactor(turns({"source": source, "interview_id": portable["interview_id"]})).restore(portable)
+        target.write_text(json.dumps(fs, indent=1), encoding="utf-8")
+        n += 1
+    return n
 
 
 def _strings(obj: Any) -> list[str]:
@@ -124,6 +208,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             help="the shared data folder (default: $MEDAGENT_DATA, else ../shared/data)",
         )
         q.add_argument(
+            "--facts-dir",
+            default=None,
+            help="interview runs: the case-fact cache (default: the manifest's eval.facts_dir)",
+        )
+        q.add_argument(
             "--index-dir",
             default=None,
             help="QA runs: the index whose documents rows quote (default: the manifest's)",
@@ -157,10 +246,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             done = export_run(args.run_dir, args.out_dir, sources, row_files=files, min_run=args.min_run)
             for f in done:
                 log.info("%s: %d rows exported", f.path, f.rows)
+            if files == INTERVIEW_FILES:
+                n = export_facts(args.run_dir, args.out_dir, args.data_root, args.facts_dir)
+                log.info("%d case-fact sets exported", n)
         else:
             done = restore_run(args.portable_dir, args.run_dir, sources, row_files=files)
             for f in done:
                 log.info("%s: %d rows, %d restored (the rest were there)", f.path, f.rows, f.written)
+            if files == INTERVIEW_FILES:
+                n = restore_facts(args.portable_dir, args.run_dir, args.data_root, args.facts_dir)
+                log.info("%d case-fact sets restored", n)
     except (PortableRowError, FileNotFoundError, KeyError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

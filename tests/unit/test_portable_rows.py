@@ -148,6 +148,18 @@ def test_cli_round_trip_on_a_real_transcript(tmp_path: Path, data_root: Path) ->
     row["simulator"] = [{"answer": patient}]
     run = tmp_path / "run"
     _write_run(run, {"amq": [row]})
+    # The case facts every arm of the interview is scored against travel with the rows.
+    facts = tmp_path / "facts"
+    facts.mkdir()
+    name = "RES0001.kkkkkkkkkkkkkkkk.json"
+    fact_set = {
+        "interview_id": "RES0001",
+        "key": "k" * 64,
+        "facts": [{"statement": "pain", "quote": patient}],
+    }
+    (facts / name).write_text(json.dumps(fact_set, indent=1))
+    config = {"interviews": {"source": "fareez"}, "eval": {"facts_dir": str(facts)}}
+    (run / "arms/amq/manifest.json").write_text(json.dumps({"config": config}))
     assert main(["export", str(run), str(tmp_path / "p"), "--data-root", str(data_root)]) == 0
     text = (tmp_path / "p/arms/amq/interviews.jsonl").read_text()
     assert patient[:30] not in text
@@ -155,6 +167,13 @@ def test_cli_round_trip_on_a_real_transcript(tmp_path: Path, data_root: Path) ->
     assert (tmp_path / "r/arms/amq/interviews.jsonl").read_text() == (
         run / "arms/amq/interviews.jsonl"
     ).read_text()
+    assert patient[:30] not in (tmp_path / "p/facts" / name).read_text()
+    restored = tmp_path / "facts2"
+    argv = ["restore", str(tmp_path / "p"), str(tmp_path / "r2"), "--data-root", str(data_root)]
+    assert main([*argv, "--facts-dir", str(restored)]) == 0
+    assert (restored / name).read_bytes() == (facts / name).read_bytes()
+    (restored / name).write_text(json.dumps(fact_set | {"facts": []}, indent=1))
+    assert main([*argv, "--facts-dir", str(restored)]) == 2  # other facts than the rows were scored on
     assert main(["restore", str(tmp_path / "nothing"), str(tmp_path / "r")]) == 2
 
 
