@@ -179,7 +179,9 @@ def qa_sources(data_root: str | None, index_dir: str | None) -> SourcesFor:
         def source_of(r: dict[str, Any]) -> Sequence[str]:
             key = str(r["id"]) if r.get("id") is not None else f"row:{r.get('row')}"
             named = sorted({s for s in _strings(r) if s in docs})
-            return items.get(key, []) + [t for d in named for t in docs[d]]
+            if key not in items:  # without its item's texts the row would be committed as it is
+                raise KeyError(f"{path}: row {key!r} is not an item of the benchmark its manifest names")
+            return items[key] + [t for d in named for t in docs[d]]
 
         return source_of
 

@@ -224,3 +224,14 @@ def test_qa_cell_round_trip_with_traces_and_index_documents(tmp_path: Path, data
     assert (back / "medqa/full/predictions.jsonl").read_bytes() == (cell / "predictions.jsonl").read_bytes()
     # Without the index, the quote cannot come back: an error, never a wrong row.
     assert main(["restore", str(out), str(tmp_path / "b2"), "--index-dir", str(tmp_path / "none")]) == 2
+
+
+def test_a_qa_row_whose_item_is_not_in_the_benchmark_is_not_exported(tmp_path: Path, data_root: Path) -> None:
+    from medagent.run import RunDir
+    from medagent.types import Prediction
+
+    rd = RunDir(tmp_path / "run")
+    rd.write_json(rd.manifest, {"config": {"benchmark": {"loader": "medqa", "options": {}}, "index_dir": ""}})
+    rd.append_predictions([Prediction("not-an-item", "medqa", "A", raw="a long reply that quotes something")])
+    assert main(["export", str(rd.root), str(tmp_path / "p"), "--data-root", str(data_root)]) == 2
+    assert not (tmp_path / "p" / "predictions.jsonl").exists()
