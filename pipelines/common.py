@@ -46,6 +46,33 @@ class ErrorBudgetExceeded(RuntimeError):
     """Too many items failed: the run stops instead of producing a meaningless score."""
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """``kill PID`` (SIGTERM) pauses a run the way Ctrl-C does, and so does ``kill -INT`` of a run started in
+    the background by a script (such a job starts with SIGINT ignored, and Python then has no handler for
+    it): both raise ``KeyboardInterrupt`` in the main thread while inside, so ``drain`` keeps what is written
+    and says how to resume. Outside the main thread it changes nothing."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    signal.signal(signal.SIGTERM, _interrupt)
+    if previous[signal.SIGINT] is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def drain(
     batches: Iterable[Sequence[T]],
     write: Callable[[Sequence[T]], object],
@@ -70,7 +97,10 @@ def drain(
     from tqdm import tqdm
 
     done = n_failed = 0
-    with tqdm(total=total, desc=desc, unit=unit, disable=not progress, file=sys.stderr) as bar:
+    with (
+        tqdm(total=total, desc=desc, unit=unit, disable=not progress, file=sys.stderr) as bar,
+        stop_signals(),
+    ):
         try:
             for batch in batches:
                 write(batch)

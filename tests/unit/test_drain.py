@@ -66,3 +66,44 @@ def test_ctrl_c_keeps_what_was_written_and_says_how_to_resume(capsys: pytest.Cap
     assert stop.value.code == 130 and written == [1, 2]
     err = capsys.readouterr().err
     assert "2 of 5 interviews finished" in err and "rerun the same command" in err
+
+
+_SLOW_RUN = """
+import sys, time
+from pipelines.common import drain
+
+def stream():
+    for i in range(1000):
+        if i == 1:
+            print("ready", flush=True)
+        time.sleep(0.05)
+        yield [i]
+
+drain(stream(), lambda b: None, failed=lambda x: False, total=1000, desc="t", unit="pair", progress=False,
+      min_n=1, max_error_rate=1.0, budget_message=lambda f, d: "")
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT ignored at start"])
+def test_kill_or_an_ignored_ctrl_c_pauses_a_background_run_like_ctrl_c(how: str) -> None:
+    """``kill PID`` and ``kill -INT`` of a job a script started in the background (SIGINT ignored) stop the
+    run through the same path as Ctrl-C: exit 130 with the resume message."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    ignore = how.startswith("SIGINT")
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_RUN],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore else None,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    child.send_signal(signal.SIGINT if ignore else signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err[-2000:]
+    assert "interrupted:" in err and "rerun the same command" in err
