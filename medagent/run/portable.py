@@ -259,6 +259,7 @@ def restore_run(
             portable file does not, or a trace file differs from the portable one.
     """
     out: list[PortableFile] = []
+    traced: set[Path] = set()
     for src in _row_files(portable_root, row_files):
         rel = src.relative_to(portable_root)
         portable = RunDir(portable_root, read_only=True).load_records(src)
@@ -285,7 +286,9 @@ def restore_run(
                 data = data[: data.rfind(b"\n") + 1]
             _atomic_write(target, data.decode("utf-8") + _dump(rows))
         out.append(PortableFile(str(rel), len(portable), len(todo)))
-        out += _restore_traces(src.parent / TRACE_ROWS, target.parent, sources_for, rel.parent)
+        if src.parent not in traced:  # one traces file per run dir, however many row files it has
+            traced.add(src.parent)
+            out += _restore_traces(src.parent / TRACE_ROWS, target.parent, sources_for, rel.parent)
     if not out:
         raise FileNotFoundError(f"no {' or '.join(row_files)} under {portable_root}")
     return out

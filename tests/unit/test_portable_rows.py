@@ -17,7 +17,7 @@ from medagent.run.portable import (
     restore_run,
     row_checksum,
 )
-from pipelines.portable_rows import main
+from pipelines.portable_rows import QA_FILES, main, qa_sources
 
 TURNS = [
     "Hello, what brings you in today?",
@@ -218,6 +218,8 @@ def test_qa_cell_round_trip_with_traces_and_index_documents(tmp_path: Path, data
         assert _copied_runs(rows, sources, 24) == [], f
     assert (out / "medqa/full/traces.portable.jsonl").exists()
     assert main(["restore", str(out), str(back), "--data-root", str(data_root)]) == 0
+    restored = restore_run(out, tmp_path / "back3", qa_sources(str(data_root), None), row_files=QA_FILES)
+    assert [f.path for f in restored].count("medqa/full/traces.portable.jsonl") == 1
     for name in ("predictions.jsonl", "questions.jsonl", "golds.jsonl", "traces/" + rd.trace_path(q.id).name):
         assert (back / "medqa/full" / name).read_bytes() == (cell / name).read_bytes(), name
     assert main(["restore", str(out), str(back), "--data-root", str(data_root)]) == 0  # again: nothing added
