@@ -19,25 +19,18 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medagent.run.rundir import RunDir
+from medagent.run.rundir import RunDir, atomic_write
 
 POINTER = "$p"
 CHECKSUM = "$sha256"
 MIN_RUN = 24
 _SEP = "\x00"  # never in a source or a row string: a match cannot span two sources
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def row_checksum(row: dict[str, Any]) -> str:
@@ -216,7 +209,7 @@ def export_run(
         source_of = sources_for(path, rows)
         target = out_root / path.relative_to(rd.root)
         target.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(target, _dump([Redactor(source_of(r), min_run).redact(r) for r in rows]))
+        atomic_write(target, _dump([Redactor(source_of(r), min_run).redact(r) for r in rows]))
         for name in copy_files:
             if (path.parent / name).is_file():
                 shutil.copyfile(path.parent / name, target.parent / name)
@@ -235,7 +228,7 @@ def export_run(
             for f, t in zip(files, traces, strict=True)
         ]
         rel = (d / TRACE_ROWS).relative_to(rd.root)
-        _atomic_write(out_root / rel, _dump(lines))
+        atomic_write(out_root / rel, _dump(lines))
         out.append(PortableFile(str(rel), len(lines), len(lines)))
     return out
 
@@ -284,7 +277,7 @@ def restore_run(
             data = target.read_bytes() if target.exists() else b""
             if data and not data.endswith(b"\n"):  # a partial last line left by a kill
                 data = data[: data.rfind(b"\n") + 1]
-            _atomic_write(target, data.decode("utf-8") + _dump(rows))
+            atomic_write(target, data.decode("utf-8") + _dump(rows))
         out.append(PortableFile(str(rel), len(portable), len(todo)))
         if src.parent not in traced:  # one traces file per run dir, however many row files it has
             traced.add(src.parent)
@@ -312,7 +305,7 @@ def _restore_traces(src: Path, run_dir: Path, sources_for: SourcesFor, rel: Path
         for line in todo:
             body = {k: v for k, v in line.items() if k != FILE}
             # RunDir.append_predictions writes traces with indent=1: the restored file is the same bytes.
-            _atomic_write(
+            atomic_write(
                 traces / str(line[FILE]), json.dumps(Redactor(source_of(body)).restore(body), indent=1)
             )
     return [PortableFile(str(rel / TRACE_ROWS), len(lines), len(todo))]

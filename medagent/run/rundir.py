@@ -18,7 +18,7 @@ from typing import Any
 from medagent.types import Gold, Prediction, Question, Rejected
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
@@ -144,7 +144,7 @@ class RunDir:
                     continue
                 record = pred.to_dict()
                 trace = record.pop("trace")
-                _atomic_write(self.trace_path(pred.id), json.dumps({"id": pred.id, "trace": trace}, indent=1))
+                atomic_write(self.trace_path(pred.id), json.dumps({"id": pred.id, "trace": trace}, indent=1))
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
                 if pred.error is None:
                     done.add(pred.id)
@@ -250,11 +250,11 @@ class RunDir:
 
     # Golds, rejected rows, JSON documents -------------------------------------------------------
     def write_golds(self, golds: Iterable[Gold]) -> None:
-        _atomic_write(self.golds, "".join(json.dumps(g.to_dict(), ensure_ascii=False) + "\n" for g in golds))
+        atomic_write(self.golds, "".join(json.dumps(g.to_dict(), ensure_ascii=False) + "\n" for g in golds))
 
     def write_questions(self, questions: Iterable[Question]) -> None:
         lines = (json.dumps(q.to_dict(), ensure_ascii=False) + "\n" for q in questions)
-        _atomic_write(self.questions, "".join(lines))
+        atomic_write(self.questions, "".join(lines))
 
     def load_questions(self) -> dict[str, Question]:
         """Questions by id; empty for runs written before ``questions.jsonl`` existed."""
@@ -270,11 +270,11 @@ class RunDir:
 
     def write_rejected(self, rows: Iterable[Rejected]) -> int:
         lines = [json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rows]
-        _atomic_write(self.rejected, "".join(lines))
+        atomic_write(self.rejected, "".join(lines))
         return len(lines)
 
     def write_json(self, path: Path, obj: Any) -> None:
-        _atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+        atomic_write(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
     def read_json(self, path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
