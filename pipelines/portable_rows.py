@@ -124,6 +124,7 @@ def restore_facts(portable_dir: Path, run_dir: Path, data_root: str | None, fact
                 raise PortableRowError(f"{target} differs from its portable copy {p}")
             continue
         fs = Redactor(turns({"source": source, "interview_id": portable["interview_id"]})).restore(portable)
+        # FactCache.put writes a set with indent=1: the restored file is the same bytes.
         target.write_text(json.dumps(fs, indent=1), encoding="utf-8")
         n += 1
     return n
