@@ -156,14 +156,35 @@ def _pipeline(name: str, *args: str) -> list[str]:
 
 
 def _run(cmd: list[str], log: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Runs a pipeline to its end; one past ``timeout`` is paused the way a user pauses it (SIGINT) and the
+    test fails with what it printed and its driver log, so a hang on CI says where it hung."""
     with open(log, "w") as out:
-        proc = subprocess.run(cmd, cwd=REPO, env=_env(), stdout=out, stderr=subprocess.STDOUT,
-                              timeout=timeout, text=True, check=False)  # fmt: skip
-    return proc
+        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=out, stderr=subprocess.STDOUT, text=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            pytest.fail(f"{cmd[2]} ran past {timeout:.0f}s\n{_tail(log)}\n{_driver_log_tail(log)}")
+    return subprocess.CompletedProcess(cmd, rc)
 
 
 def _tail(log: Path, n: int = 4000) -> str:
     return log.read_text(errors="replace")[-n:]
+
+
+def _driver_log_tail(log: Path, n: int = 6000) -> str:
+    """The end of the pipeline's own log file (library chatter, Ray Data status), named on its first line."""
+    first = log.read_text(errors="replace").split("\n", 1)[0]
+    m = re.match(r"log: (\S+)", first)
+    path = Path(m.group(1)) if m else None
+    if path is None or not path.is_file():
+        return "(no driver log)"
+    return f"--- {path} ---\n" + path.read_text(errors="replace")[-n:]
 
 
 @pytest.fixture(scope="module")
