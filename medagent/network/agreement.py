@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from medagent.interview.types import Annotation
+from medagent.run.rundir import jsonl_lines
 
 NOT_A_QUESTION = "not a question"
 ABSENT = "absent"
@@ -95,7 +96,7 @@ def agreement(first: Mapping[str, Annotation], second: Mapping[str, Annotation])
 def read_annotations(path: str | Path) -> dict[str, Annotation]:
     """An ``annotations.jsonl`` (the latest line of each interview wins, as in a resumed run dir)."""
     out: dict[str, Annotation] = {}
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in jsonl_lines(Path(path).read_text(encoding="utf-8")):
         if line.strip():
             d = json.loads(line)
             if not d.get("error"):

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from medagent.interview.types import Annotation
 from medagent.network.meditod import read_meditod
+from medagent.run.rundir import jsonl_lines
 from medagent.types import Rejected
 
 
@@ -109,7 +110,7 @@ def load_annotations(path: str | Path) -> LoadedAnnotations:
     anns: list[Annotation] = []
     rejected: list[Rejected] = []
     seen: set[str] = set()
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(jsonl_lines(p.read_text(encoding="utf-8")), start=1):
         if not line.strip():
             continue
         try:

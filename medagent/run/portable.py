@@ -12,6 +12,10 @@ where a segment is a literal string or a pointer. Shorter runs stay literal ("Ye
 phrases, not the data set. The portable row keeps the SHA-256 of the original row (``$sha256``) and
 ``restore`` checks it, so a restored row is the row the run wrote, byte for byte in its JSON, or an error
 that names it (the data root holds another version of the transcript).
+
+A row's sources are more than its item's texts when it quotes an index: the documents it names (or its
+trace names) are sources too, and the portable row lists their ids (``$docs``) so that a restore reads the
+same documents in the same order, whatever the row's literal text happens to contain.
 """
 
 from __future__ import annotations
@@ -19,16 +23,18 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medagent.run.rundir import RunDir, atomic_write
+from medagent.run.rundir import RunDir, seal_last_line
 
 POINTER = "$p"
 CHECKSUM = "$sha256"
+DOCS = "$docs"
 MIN_RUN = 24
 _SEP = "\x00"  # never in a source or a row string: a match cannot span two sources
 
@@ -36,11 +42,21 @@ _SEP = "\x00"  # never in a source or a row string: a match cannot span two sour
 def row_checksum(row: dict[str, Any]) -> str:
     """SHA-256 of the row's canonical JSON (sorted keys): what ``restore`` must give back."""
     text = json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a trace may hold a lone surrogate (written ASCII-escaped), which plain UTF-8 refuses.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class PortableRowError(ValueError):
     """A portable row that cannot be restored: its sources changed, or it is not a portable row."""
+
+
+@dataclass(frozen=True)
+class RowSources:
+    """What one row may copy from: ``texts`` in a fixed order, and the ids of the index documents among
+    them (``docs``, written to the portable row as ``$docs``; empty when the row quotes no index)."""
+
+    texts: Sequence[str]
+    docs: tuple[str, ...] = ()
 
 
 class Redactor:
@@ -55,7 +71,7 @@ class Redactor:
         if min_run < 1:
             raise ValueError(f"min_run must be >= 1, got {min_run}")
         if any(_SEP in s for s in sources):
-            raise ValueError("a source text contains NUL")
+            raise PortableRowError("a source text contains NUL")
         self.sources = list(sources)
         self.min_run = min_run
         self._big = _SEP.join(self.sources)
@@ -73,7 +89,8 @@ class Redactor:
         """Length of the longest prefix of ``s[p:]`` found in one source (0 when under ``min_run``)."""
         if s[p : p + self.min_run] not in self._grams:
             return 0
-        lo, hi = self.min_run, len(s) - p  # lo is found; a longer prefix is found only if a shorter one is
+        nul = s.find(_SEP, p)  # a run never takes a NUL of the row: it would match across two sources
+        lo, hi = self.min_run, (nul if nul >= 0 else len(s)) - p  # lo is found, and so is every shorter one
         while lo < hi:
             mid = (lo + hi + 1) // 2
             if s[p : p + mid] in self._big:
@@ -90,8 +107,6 @@ class Redactor:
 
     def redact_text(self, s: str) -> str | dict[str, list[Any]]:
         """``s`` itself when it copies no run of ``min_run`` characters, else its segments."""
-        if _SEP in s:
-            raise ValueError("a row string contains NUL")
         segments: list[Any] = []
         literal: list[str] = []
         p = 0
@@ -113,13 +128,18 @@ class Redactor:
         return {POINTER: segments}
 
     def restore_text(self, value: dict[str, list[Any]]) -> str:
+        segments = value[POINTER]
+        if not isinstance(segments, list):
+            raise PortableRowError(f"not a list of segments: {segments!r}")
         out = []
-        for seg in value[POINTER]:
+        for seg in segments:
             if isinstance(seg, str):
                 out.append(seg)
                 continue
+            if not (isinstance(seg, list) and len(seg) == 3 and all(type(x) is int for x in seg)):
+                raise PortableRowError(f"not a segment (a string or [source, start, end]): {seg!r}")
             i, start, end = seg
-            if not 0 <= i < len(self.sources) or end > len(self.sources[i]):
+            if not (0 <= i < len(self.sources) and 0 <= start <= end <= len(self.sources[i])):
                 raise PortableRowError(f"pointer {seg} is outside the sources ({len(self.sources)} texts)")
             out.append(self.sources[i][start:end])
         return "".join(out)
@@ -139,7 +159,7 @@ class Redactor:
         """
         if CHECKSUM not in portable:
             raise PortableRowError(f"not a portable row (no {CHECKSUM!r} key)")
-        body = {k: v for k, v in portable.items() if k != CHECKSUM}
+        body = {k: v for k, v in portable.items() if k not in (CHECKSUM, DOCS)}
         row = self._walk(body, None, check=False)
         if row_checksum(row) != portable[CHECKSUM]:
             raise PortableRowError(
@@ -152,8 +172,8 @@ class Redactor:
         if isinstance(obj, dict):
             if set(obj) == {POINTER} and redact is None:
                 return self.restore_text(obj)
-            if check and (POINTER in obj or CHECKSUM in obj):
-                raise ValueError(f"a row already has a {POINTER!r} or {CHECKSUM!r} key")
+            if check and (POINTER in obj or CHECKSUM in obj or DOCS in obj):
+                raise PortableRowError(f"a row already has a {POINTER!r}, {CHECKSUM!r} or {DOCS!r} key")
             return {k: self._walk(v, redact, check=check) for k, v in obj.items()}
         if isinstance(obj, list):
             return [self._walk(v, redact, check=check) for v in obj]
@@ -163,9 +183,10 @@ class Redactor:
 
 
 # Run directories -----------------------------------------------------------------------------------------
-SourcesFor = Callable[[Path, list[dict[str, Any]]], Callable[[dict[str, Any]], Sequence[str]]]
+SourcesFor = Callable[[Path, list[dict[str, Any]]], Callable[[dict[str, Any]], RowSources]]
 """Given a rows file (of the run being exported or restored into) and its rows, a function from one row to
-its sources (the data set is read once per file)."""
+its sources (the data set is read once per file). On restore the row is the portable one: its documents are
+the ones its ``$docs`` lists."""
 TRACES = "traces"
 TRACE_ROWS = "traces.portable.jsonl"  # a run dir's ``traces/*.json``, one line per file, beside its rows
 FILE = "$file"
@@ -184,8 +205,45 @@ def _row_files(root: Path, names: Sequence[str]) -> list[Path]:
     return sorted(p for name in names for p in root.rglob(name) if p.is_file())
 
 
+def _line(row: dict[str, Any]) -> str:
+    text = json.dumps(row, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a trace's): escaped, as the run wrote it
+        text = json.dumps(row)
+    return text + "\n"
+
+
 def _dump(rows: Sequence[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    return "".join(_line(r) for r in rows)
+
+
+def _portable(row: dict[str, Any], sources: RowSources, min_run: int) -> dict[str, Any]:
+    out = Redactor(sources.texts, min_run).redact(row)
+    return out | {DOCS: list(sources.docs)} if sources.docs else out
+
+
+def _restored(portable: dict[str, Any], sources: RowSources) -> dict[str, Any]:
+    return Redactor(sources.texts).restore(portable)
+
+
+def _append(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Appends (fsynced) after a whole last line: a run writing the same file meanwhile loses nothing."""
+    seal_last_line(path)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(_dump(rows))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _write(path: Path, text: str) -> None:
+    """Writes a whole file (fsynced) under a temporary name of its own, then renames it into place."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def export_run(
@@ -209,7 +267,7 @@ def export_run(
         source_of = sources_for(path, rows)
         target = out_root / path.relative_to(rd.root)
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, _dump([Redactor(source_of(r), min_run).redact(r) for r in rows]))
+        _write(target, _dump([_portable(r, source_of(r), min_run) for r in rows]))
         for name in copy_files:
             if (path.parent / name).is_file():
                 shutil.copyfile(path.parent / name, target.parent / name)
@@ -222,13 +280,14 @@ def export_run(
         if not files:
             continue
         traces = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+        if any(FILE in t for t in traces):
+            raise PortableRowError(f"a trace under {d / TRACES} has a {FILE!r} key")
         source_of = sources_for(d / TRACES, traces)
         lines = [
-            {FILE: f.name} | Redactor(source_of(t), min_run).redact(t)
-            for f, t in zip(files, traces, strict=True)
+            {FILE: f.name} | _portable(t, source_of(t), min_run) for f, t in zip(files, traces, strict=True)
         ]
         rel = (d / TRACE_ROWS).relative_to(rd.root)
-        atomic_write(out_root / rel, _dump(lines))
+        _write(out_root / rel, _dump(lines))
         out.append(PortableFile(str(rel), len(lines), len(lines)))
     return out
 
@@ -273,11 +332,7 @@ def restore_run(
         todo = portable[len(have) :]
         if todo:
             source_of = sources_for(target, todo)
-            rows = [Redactor(source_of(p)).restore(p) for p in todo]
-            data = target.read_bytes() if target.exists() else b""
-            if data and not data.endswith(b"\n"):  # a partial last line left by a kill
-                data = data[: data.rfind(b"\n") + 1]
-            atomic_write(target, data.decode("utf-8") + _dump(rows))
+            _append(target, [_restored(p, source_of(p)) for p in todo])
         out.append(PortableFile(str(rel), len(portable), len(todo)))
         if src.parent not in traced:  # one traces file per run dir, however many row files it has
             traced.add(src.parent)
@@ -295,7 +350,10 @@ def _restore_traces(src: Path, run_dir: Path, sources_for: SourcesFor, rel: Path
     traces.mkdir(parents=True, exist_ok=True)
     todo = []
     for line in lines:
-        path = traces / str(line[FILE])
+        name = str(line.get(FILE))
+        if not name.endswith(".json") or Path(name).name != name or name.startswith("."):
+            raise PortableRowError(f"{src}: {name!r} is not a trace file name")
+        path = traces / name
         if not path.exists():
             todo.append(line)
         elif row_checksum(json.loads(path.read_text(encoding="utf-8"))) != line[CHECKSUM]:
@@ -305,7 +363,5 @@ def _restore_traces(src: Path, run_dir: Path, sources_for: SourcesFor, rel: Path
         for line in todo:
             body = {k: v for k, v in line.items() if k != FILE}
             # RunDir.append_predictions writes traces with indent=1: the restored file is the same bytes.
-            atomic_write(
-                traces / str(line[FILE]), json.dumps(Redactor(source_of(body)).restore(body), indent=1)
-            )
+            _write(traces / str(line[FILE]), json.dumps(_restored(body, source_of(body)), indent=1))
     return [PortableFile(str(rel / TRACE_ROWS), len(lines), len(todo))]

@@ -24,6 +24,33 @@ def atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL file. Only ``\\n`` ends a line: ``json.dumps(..., ensure_ascii=False)`` writes
+    U+2028, U+2029 and U+0085 unescaped, and ``str.splitlines`` would cut a record at them."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def seal_last_line(path: Path) -> None:
+    """Makes ``path`` end with a whole line before it is appended to. A last line without its newline is
+    kept, with the newline added, when it parses (the record was written, its newline was not); otherwise
+    it was cut short by a kill and is dropped. ``load_records`` reads the same file the same way."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    cut = data.rfind(b"\n") + 1
+    try:
+        json.loads(data[cut:].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        with open(path, "r+b") as f:
+            f.truncate(cut)
+        return
+    with open(path, "ab") as f:
+        f.write(b"\n")
+
+
 class RunDir:
     """Files of one run. Create with ``RunDir.create`` or open an existing path directly.
 
@@ -119,15 +146,8 @@ class RunDir:
 
     # Predictions -------------------------------------------------------------------------------
     def _repair_predictions(self) -> None:
-        """Drops a trailing partial line left by a process killed mid-write."""
-        p = self.predictions
-        if not p.exists():
-            return
-        data = p.read_bytes()
-        if data and not data.endswith(b"\n"):
-            cut = data.rfind(b"\n") + 1
-            with open(p, "r+b") as f:
-                f.truncate(cut)
+        """Drops a trailing partial line left by a process killed mid-write (``seal_last_line``)."""
+        seal_last_line(self.predictions)
 
     def completed_ids(self) -> set[str]:
         """Questions answered for good. A prediction with ``error`` (an endpoint failure, not an INVALID
@@ -157,7 +177,7 @@ class RunDir:
         if not self.predictions.exists():
             return []
         kept: dict[str, Prediction] = {}  # insertion order: the order questions were first written
-        lines = self.predictions.read_text(encoding="utf-8").splitlines()
+        lines = jsonl_lines(self.predictions.read_text(encoding="utf-8"))
         for i, line in enumerate(lines):
             if not line.strip():
                 continue
@@ -184,7 +204,7 @@ class RunDir:
         if not path.exists():
             return []
         out = []
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = jsonl_lines(path.read_text(encoding="utf-8"))
         for i, line in enumerate(lines):
             if not line.strip():
                 continue
@@ -226,13 +246,10 @@ class RunDir:
         """Appends records whose ``key`` is not done in ``path`` yet (fsynced); returns how many were new.
         A record that ``failed`` leaves its key open, so the next run's record for it is written too.
 
-        A partial last line left by a kill is cut off first, so the file stays one record per line.
+        A partial last line left by a kill is cut off first (``seal_last_line``), so the file stays one record
+        per line.
         """
-        if path.exists():
-            data = path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                with open(path, "r+b") as f:
-                    f.truncate(data.rfind(b"\n") + 1)
+        seal_last_line(path)
         done = self.completed_keys(path, key, failed)
         n = 0
         with open(path, "a", encoding="utf-8") as f:
@@ -264,7 +281,7 @@ class RunDir:
         if not self.golds.exists():
             return {}
         golds = (
-            Gold.from_dict(json.loads(x)) for x in self.golds.read_text(encoding="utf-8").splitlines() if x
+            Gold.from_dict(json.loads(x)) for x in jsonl_lines(self.golds.read_text(encoding="utf-8")) if x
         )
         return {g.id: g for g in golds}
 

@@ -10,9 +10,11 @@ import pytest
 
 from medagent.run.portable import (
     CHECKSUM,
+    DOCS,
     POINTER,
     PortableRowError,
     Redactor,
+    RowSources,
     export_run,
     restore_run,
     row_checksum,
@@ -83,8 +85,19 @@ def test_restore_from_other_sources_is_an_error() -> None:
 
 
 def test_a_row_that_already_has_a_pointer_key_is_refused() -> None:
-    with pytest.raises(ValueError, match="already has"):
+    with pytest.raises(PortableRowError, match="already has"):
         Redactor(TURNS).redact({"x": {POINTER: ["a"]}})
+
+
+def test_nul_surrogates_and_malformed_pointers() -> None:
+    red = Redactor(TURNS)
+    # A NUL in a row never lets a run match across two sources, and the row comes back.
+    row = {"a": TURNS[0] + "\x00" + TURNS[1], "b": "lone \ud800 surrogate " + TURNS[2] + " and more words"}
+    portable = red.redact(row)
+    assert red.restore(json.loads(json.dumps(portable))) == row
+    for bad in ([[0, 0]], [[0, 5, 2]], [["0", 0, 3]], "text", [[0, 0, 10**6]]):
+        with pytest.raises(PortableRowError):
+            red.restore({CHECKSUM: "x", "a": {POINTER: bad}})
 
 
 def _write_run(root: Path, rows_by_arm: dict[str, list[dict[str, Any]]]) -> None:
@@ -97,7 +110,7 @@ def _write_run(root: Path, rows_by_arm: dict[str, list[dict[str, Any]]]) -> None
 
 def _sources(path: Path, rows: list[dict[str, Any]]) -> Any:
     assert rows, "sources are loaded only for rows to convert"
-    return lambda r: TURNS
+    return lambda r: RowSources(TURNS)
 
 
 def test_export_then_restore_gives_the_run_back_and_never_duplicates(tmp_path: Path) -> None:
@@ -128,6 +141,71 @@ def test_export_then_restore_gives_the_run_back_and_never_duplicates(tmp_path: P
         got = [json.loads(x) for x in (back / "arms" / arm / "interviews.jsonl").read_text().splitlines()]
         assert got == want
     assert json.loads((back / "arms/single_shot/manifest.json").read_text()) == {"arm": "single_shot"}
+
+
+def test_restore_appends_after_a_whole_unterminated_last_row(tmp_path: Path) -> None:
+    """A run file whose last row lost only its newline keeps that row; the rest are appended to the same
+    file (never swapped for a copy that a run writing it meanwhile would lose rows from)."""
+    run, out, back = tmp_path / "run", tmp_path / "portable", tmp_path / "back"
+    rows = [_row("RES9001"), _row("RES9002"), _row("RES9003")]
+    _write_run(run, {"amq": rows})
+    export_run(run, out, _sources, row_files=["interviews.jsonl"])
+    _write_run(back, {"amq": rows[:2]})
+    target = back / "arms/amq/interviews.jsonl"
+    target.write_text(target.read_text().rstrip("\n"))
+    inode = target.stat().st_ino
+    (done,) = restore_run(out, back, _sources, row_files=["interviews.jsonl"])
+    assert done.written == 1 and target.stat().st_ino == inode
+    assert target.read_text() == (run / "arms/amq/interviews.jsonl").read_text()
+
+
+def test_a_trace_name_outside_the_traces_dir_is_refused(tmp_path: Path) -> None:
+    run, out = tmp_path / "run", tmp_path / "portable"
+    _write_run(run, {"amq": [_row()]})
+    export_run(run, out, _sources, row_files=["interviews.jsonl"])
+    line = {"$file": "../../escape.json"} | Redactor(TURNS).redact({"id": "x"})
+    (out / "arms/amq/traces.portable.jsonl").write_text(json.dumps(line) + "\n")
+    with pytest.raises(PortableRowError, match="not a trace file name"):
+        restore_run(out, tmp_path / "back", _sources, row_files=["interviews.jsonl"])
+    assert not (tmp_path / "escape.json").exists()
+
+
+def _index(root: Path, doc_id: str, doc: str) -> Path:
+    import pyarrow as pa
+
+    from medagent.retrieval.store import STORE_COLUMNS, write_store
+
+    values = [doc_id, doc_id.split("#")[0], None, "a guideline", doc, "medquad"]
+    table = pa.table({c: [v] for c, v in zip(STORE_COLUMNS, values, strict=True)})
+    write_store(root / "index" / "medquad.store", [table])
+    return root
+
+
+def test_an_interview_row_quoting_the_guideline_index_commits_no_document_text(
+    tmp_path: Path, data_root: Path
+) -> None:
+    """An AMQ arm's rows carry the guideline evidence it retrieved, with the documents' ids: the documents
+    are sources too, named in the portable row, and both commands need the index."""
+    doc = "If the chest pain does not go away within minutes, or comes with sweating, call 9-1-1 at once."
+    index = _index(tmp_path / "guidelines", "medquad:1-1#0", doc)
+    row = {"interview_id": "RES0001", "source": "fareez", "evidence": [{"id": "medquad:1-1#0", "text": doc}]}
+    run = tmp_path / "run"
+    _write_run(run, {"amq": [row]})
+    config = {"interviews": {"source": "fareez"}, "index_dir": str(index)}
+    (run / "arms/amq/manifest.json").write_text(json.dumps({"config": config}))
+    argv = ["--data-root", str(data_root)]
+    assert main(["export", str(run), str(tmp_path / "p"), *argv]) == 0
+    (line,) = (tmp_path / "p/arms/amq/interviews.jsonl").read_text().splitlines()
+    assert doc[:24] not in line and json.loads(line)[DOCS] == ["medquad:1-1#0"]
+    assert main(["restore", str(tmp_path / "p"), str(tmp_path / "r"), *argv]) == 0
+    assert (tmp_path / "r/arms/amq/interviews.jsonl").read_bytes() == (
+        run / "arms/amq/interviews.jsonl"
+    ).read_bytes()
+    # Without the index neither command runs: nothing is committed with the documents' text.
+    none = ["--index-dir", str(tmp_path / "none")]
+    assert main(["export", str(run), str(tmp_path / "p2"), *argv, *none]) == 2
+    assert not (tmp_path / "p2/arms/amq/interviews.jsonl").exists()
+    assert main(["restore", str(tmp_path / "p"), str(tmp_path / "r2"), *argv, *none]) == 2
 
 
 def test_restore_into_a_run_dir_with_other_rows_is_an_error(tmp_path: Path) -> None:
@@ -208,7 +286,9 @@ def test_qa_cell_round_trip_with_traces_and_index_documents(tmp_path: Path, data
     rd.append_predictions(
         [Prediction(q.id, "medqa", "A", raw="I pick A: " + q.text[:50], trace=trace, evidence=[quote])]
     )
-    rd.append_predictions([Prediction(q2.id, "medqa", "INVALID", raw="no answer")])
+    # An answer quoting a document that only its trace names.
+    trace2 = [{"tool": "enable_search", "documents": [{"id": "pm:1#0", "text": doc}]}]
+    rd.append_predictions([Prediction(q2.id, "medqa", "INVALID", raw="As read: " + doc[10:70], trace=trace2)])
 
     out, back = tmp_path / "portable", tmp_path / "back"
     assert main(["export", str(tmp_path / "run"), str(out), "--data-root", str(data_root)]) == 0

@@ -97,3 +97,26 @@ def test_records_with_failures_are_redone_and_superseded(tmp_path: Path) -> None
     assert rd.completed_keys(path) == {"x", "y"}  # without a failure rule every record counts
     assert rd.append_records(path, [{"id": "x", "v": 9}, {"id": "y", "v": 2}], failed=failed) == 1
     assert rd.latest_records(path, failed=failed) == [{"id": "x", "v": 1}, {"id": "y", "v": 2}]
+
+
+def test_a_whole_last_record_without_its_newline_is_kept_and_a_cut_one_dropped(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    path = rd.root / "rows.jsonl"
+    path.write_text('{"id": "x"}\n{"id": "y"}')  # the record was written, its newline was not
+    assert rd.completed_keys(path) == {"x", "y"}
+    assert rd.append_records(path, [{"id": "y"}, {"id": "z"}]) == 1
+    assert rd.load_records(path) == [{"id": "x"}, {"id": "y"}, {"id": "z"}]
+    with open(path, "a") as f:
+        f.write('{"id": "w", "v"')  # cut short by a kill
+    assert rd.append_records(path, [{"id": "w"}]) == 1
+    assert path.read_text().splitlines()[-1] == '{"id": "w"}'
+
+
+def test_a_record_holding_a_unicode_line_separator_reads_back(tmp_path: Path) -> None:
+    rd = RunDir(tmp_path / "run")
+    path = rd.root / "rows.jsonl"
+    odd = "a\u2028b\u2029c\x85d"  # json.dumps(ensure_ascii=False) writes these unescaped
+    rd.append_records(path, [{"id": "x", "text": odd}, {"id": "y"}])
+    assert rd.load_records(path) == [{"id": "x", "text": odd}, {"id": "y"}]
+    rd.append_predictions([Prediction(id="q", benchmark="t", answer="A", raw=odd)])
+    assert RunDir(rd.root).load_predictions()[0].raw == odd

@@ -26,6 +26,7 @@ from medagent.history.simulation.replay import (
     transcript_exchanges,
 )
 from medagent.interview.transcripts import Interview, load_transcripts
+from medagent.run.rundir import jsonl_lines
 
 
 def seen_turns(iv: Interview) -> tuple[Any, ...]:
@@ -107,7 +108,7 @@ def asked_by_agents(
     out: dict[str, dict[str, Any]] = {}
     for d in dirs:
         rows = [
-            json.loads(line) for line in (d / "interviews.jsonl").read_text(encoding="utf-8").splitlines()
+            json.loads(line) for line in jsonl_lines((d / "interviews.jsonl").read_text(encoding="utf-8"))
         ]
         ivs = {
             iv.id: iv for iv in load_transcripts("RES", data_root, ids=[r["interview_id"] for r in rows])[0]
