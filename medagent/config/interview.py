@@ -300,6 +300,10 @@ class InterviewEvalConfig:
     # paired on the same probes (docs/results/patient_validation.md); run dirs recorded before the setting
     # existed resume as ``exchange`` (legacy.HISTORY_ADDED_DEFAULTS).
     replay_keys: ReplayKeys = ReplayKeys.clauses
+    # The interview's first question (every arm's opening) is answered with the transcript's opening
+    # exchange, however the physician worded it: matched by cosine, a greeting or a reworded opening got
+    # "I don't know" and an arm started without the presenting complaint. Older run dirs resume as false.
+    replay_opening: bool = True
     fact_patient_k: int = 6  # facts shown to the fact patient per question
     # The case's facts (medagent.history.facts) and the endpoints read from them; facts_dir caches one fact
     # set per interview, shared by every arm (None: extracted afresh by each arm).

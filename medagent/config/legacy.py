@@ -192,6 +192,7 @@ def upgrade_history_config(config: Mapping[str, Any]) -> dict[str, Any]:
 # An interview run's settings that older manifests lack, and the value those runs ran with.
 HISTORY_ADDED_DEFAULTS: dict[str, Any] = {
     "eval.replay_keys": "exchange",
+    "eval.replay_opening": False,
     "llm.speculative": "none",
 }
 

@@ -48,9 +48,37 @@ def test_fillers_cost_the_whole_text_key_a_match_that_a_clause_key_keeps() -> No
     assert sims[0, 0] > exchange_matches(emb, [q], xs)[0, 0]
 
 
+def test_the_first_question_gets_the_opening_exchange_however_it_is_worded() -> None:
+    """A transcript that opens with a greeting: matched by cosine, "what brings you in?" got "I don't
+    know", and the opening-only baseline had nothing to summarise."""
+    iv = parse_transcript(
+        "D: How are you doing today?\nP: OK, I just have this cough that started last week.\n"
+        "D: Any fever?\nP: No fever.\n",
+        "T2",
+    )
+    opening = "Hello, what brings you in today?"
+    by_match = ReplayPatient(iv.turns, BagOfWordsEmbedder(), threshold=0.8, keys="clauses")
+    assert asyncio.run(by_match.answer(opening)) == NO_ANSWER
+    patient = ReplayPatient(iv.turns, BagOfWordsEmbedder(), threshold=0.8, keys="clauses", opening=True)
+    assert asyncio.run(patient.answer(opening)) == "OK, I just have this cough that started last week."
+    assert patient.log[0].source_turns == (1,)
+    # Only the first question: later ones are matched as before.
+    assert asyncio.run(patient.answer(opening)) == NO_ANSWER
+    assert asyncio.run(patient.answer("Any fever?")) == "No fever."
+    # A greeting exchange loses to the opening that follows it, among the first three.
+    greeted = parse_transcript(
+        "D: How are you?\nP: Fine, thanks. And you?\nD: Well. What brings you in today?\nP: My knee hurts.\n"
+        "D: Since when?\nP: Monday.\nD: Hello, what brings you in today?\nP: Never reached.\n",
+        "T3",
+    )
+    patient = ReplayPatient(greeted.turns, BagOfWordsEmbedder(), threshold=0.99, opening=True)
+    assert asyncio.run(patient.answer(opening)) == "My knee hurts."
+
+
 def test_run_dirs_recorded_before_the_keys_existed_resume_as_whole_text_keys() -> None:
     old = {"eval": {"patient": "replay", "replay_threshold": 0.7}, "agent": {"mode": "amq"}}
     assert upgrade_history_config(old)["eval"]["replay_keys"] == "exchange"
+    assert upgrade_history_config(old)["eval"]["replay_opening"] is False
     assert "replay_keys" not in old["eval"]
     assert upgrade_history_config({"agent": {"mode": "amq"}}) == {"agent": {"mode": "amq"}}
 

@@ -109,7 +109,9 @@ def build_patient(
     if embedder is None:
         raise ValueError(f"patient={cfg.patient} needs an embedder")
     if cfg.patient == PatientKind.replay:
-        return ReplayPatient(seen, embedder, cfg.replay_threshold, keys=cfg.replay_keys.value)
+        return ReplayPatient(
+            seen, embedder, cfg.replay_threshold, keys=cfg.replay_keys.value, opening=cfg.replay_opening
+        )
     if facts is None:
         raise ValueError("patient=facts needs the case's facts (eval.fact_endpoints=true)")
     return FactPatient(llm, facts, embedder, k=cfg.fact_patient_k, max_tokens=cfg.simulator_max_tokens,
