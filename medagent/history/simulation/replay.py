@@ -153,11 +153,11 @@ class ReplayPatient:
     async def answer(self, question: str) -> str:
         first = [x for x in self.exchanges if x.index < OPENING_EXCHANGES]
         if self.opening and not self.log and first:
-            x = first[int(np.argmax(exchange_matches(self.embedder, [question], first, self.keys)[0]))]
+            o = first[int(np.argmax(exchange_matches(self.embedder, [question], first, self.keys)[0]))]
             self.log.append(
-                SimulatedExchange(question, x.patient, f"Doctor: {x.doctor}", source_turns=x.patient_turns)
+                SimulatedExchange(question, o.patient, f"Doctor: {o.doctor}", source_turns=o.patient_turns)
             )
-            return x.patient
+            return o.patient
         x, sim = self.match(question)
         if x is None or sim < self.threshold:
             self.log.append(SimulatedExchange(question, NO_ANSWER, f"no exchange (best cosine {sim:.3f})"))
