@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medagent.run.rundir import RunDir, seal_last_line
+from medagent.run.rundir import RunDir, atomic_write, seal_last_line
 
 POINTER = "$p"
 CHECKSUM = "$sha256"
@@ -236,16 +236,6 @@ def _append(path: Path, rows: Sequence[dict[str, Any]]) -> None:
         os.fsync(f.fileno())
 
 
-def _write(path: Path, text: str) -> None:
-    """Writes a whole file (fsynced) under a temporary name of its own, then renames it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def export_run(
     run_root: Path,
     out_root: Path,
@@ -267,7 +257,7 @@ def export_run(
         source_of = sources_for(path, rows)
         target = out_root / path.relative_to(rd.root)
         target.parent.mkdir(parents=True, exist_ok=True)
-        _write(target, _dump([_portable(r, source_of(r), min_run) for r in rows]))
+        atomic_write(target, _dump([_portable(r, source_of(r), min_run) for r in rows]))
         for name in copy_files:
             if (path.parent / name).is_file():
                 shutil.copyfile(path.parent / name, target.parent / name)
@@ -287,7 +277,7 @@ def export_run(
             {FILE: f.name} | _portable(t, source_of(t), min_run) for f, t in zip(files, traces, strict=True)
         ]
         rel = (d / TRACE_ROWS).relative_to(rd.root)
-        _write(out_root / rel, _dump(lines))
+        atomic_write(out_root / rel, _dump(lines))
         out.append(PortableFile(str(rel), len(lines), len(lines)))
     return out
 
@@ -363,5 +353,5 @@ def _restore_traces(src: Path, run_dir: Path, sources_for: SourcesFor, rel: Path
         for line in todo:
             body = {k: v for k, v in line.items() if k != FILE}
             # RunDir.append_predictions writes traces with indent=1: the restored file is the same bytes.
-            _write(traces / str(line[FILE]), json.dumps(_restored(body, source_of(body)), indent=1))
+            atomic_write(traces / str(line[FILE]), json.dumps(_restored(body, source_of(body)), indent=1))
     return [PortableFile(str(rel / TRACE_ROWS), len(lines), len(todo))]
