@@ -23,9 +23,7 @@ import logging
 import os
 import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import types
@@ -41,6 +39,7 @@ import uvicorn  # noqa: E402
 
 import actors.ingress as ingress_mod  # noqa: E402
 from actors.retrieval_servers import RetrieverHTTPServer  # noqa: E402
+from benchmarks.probe_cli import cli_rows  # noqa: E402
 from medagent.api import RetrieveResponse  # noqa: E402
 from medagent.config import InterviewSessionsConfig, LLMConfig  # noqa: E402
 from medagent.history import HistoryTakingAgent  # noqa: E402
@@ -364,73 +363,6 @@ def probe(base: str, llm: FakeLLM, logs: LogBytes) -> list[dict[str, Any]]:
     return rows
 
 
-def cli_rows() -> list[dict[str, Any]]:
-    """Finding 10: the benchmark CLI fed bad input (each run before Ray would start)."""
-    tmp = Path(tempfile.mkdtemp(prefix="probe-edge-"))
-    (tmp / "empty.jsonl").write_text("")
-    (tmp / "bad.jsonl").write_text('{"id": "1"}\nnot json\n')
-    (tmp / "a_file").write_text("")
-    (tmp / "ok.jsonl").write_text(
-        '{"id": "1", "question": "Q?", "options": {"A": "a", "B": "b"}, "answer": "A"}\n'
-    )
-    cases = [
-        (
-            "empty input",
-            ["benchmark=jsonl", f"benchmark.options.path={tmp / 'empty.jsonl'}", f"run_dir={tmp / 'run1'}"],
-            tmp / "run1",
-        ),
-        (
-            "all-malformed input",
-            ["benchmark=jsonl", f"benchmark.options.path={tmp / 'bad.jsonl'}", f"run_dir={tmp / 'run2'}"],
-            tmp / "run2",
-        ),
-        (
-            "missing file",
-            ["benchmark=jsonl", f"benchmark.options.path={tmp / 'nope.jsonl'}", f"run_dir={tmp / 'run3'}"],
-            tmp / "run3",
-        ),
-        (
-            "run_dir is a file",
-            ["benchmark=jsonl", f"benchmark.options.path={tmp / 'ok.jsonl'}", f"run_dir={tmp / 'a_file'}"],
-            None,
-        ),
-        (
-            "closed-set typo",
-            ["agent=standalone", "agent.loop.memory=cahce", f"run_dir={tmp / 'run5'}"],
-            tmp / "run5",
-        ),
-    ]
-    rows = []
-    for label, overrides, run_dir in cases:
-        t = time.perf_counter()
-        p = subprocess.run(
-            [sys.executable, "-m", "pipelines.run_benchmark", *overrides],
-            capture_output=True,
-            cwd=Path(ingress_mod.__file__).resolve().parents[1],  # python -m puts the cwd first
-            text=True,
-            timeout=300,
-            env=os.environ.copy(),
-        )
-        secs = time.perf_counter() - t
-        out = (p.stdout + p.stderr).strip().splitlines()
-        said = next(
-            (x for x in out if "error" in x.lower() or "accuracy" in x or "Invalid" in x),
-            out[-1] if out else "",
-        )
-        rows.append(
-            {
-                "finding": "10",
-                "request": f"CLI: {label}",
-                "status": f"exit {p.returncode}",
-                "seconds": secs,
-                "reply_bytes": 0,
-                "log_bytes": len(p.stderr.encode()),
-                "note": f"{len(p.stderr.splitlines())} stderr lines; run dir left: {bool(run_dir and run_dir.exists())}; {said[:110]!r}",
-            }
-        )
-    return rows
-
-
 async def load(
     base: str, n: int, concurrency: int, path: str, body: dict[str, Any]
 ) -> tuple[list[float], int]:
@@ -467,7 +399,7 @@ def main() -> None:
     base = f"http://127.0.0.1:{port}"
     rows = probe(base, llm, logs)
     if not args.no_cli:
-        rows += cli_rows()
+        rows += cli_rows(Path(ingress_mod.__file__).resolve().parents[1])
     print(f"code under test: {ingress_mod.__file__}")
     print(f"{'#':>2}  {'request':44} {'status':>12} {'seconds':>8} {'reply B':>9} {'log B':>9}  note")
     for r in rows:
