@@ -245,7 +245,27 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                  "disclosed": r.n_disclosed, "no_answer": r.no_answer, "supported": r.supported}
                 for r in res
             ]  # fmt: skip
+    asked_rows: list[pv.AskedScores] = []
     if args.asked_from:
+        # The agents' own questions, posed to every patient on the same interviews: sampled per interview as
+        # the probes are, and scored against the same units.
+        for kind, keys in runs:
+            name = f"{kind}[{keys}]" if kind == "replay" and len(keys_list) > 1 else kind
+            res = []
+            for i, turns in seen.items():
+                ps = rv.sample(rv.asked_probes(args.asked_from, [i]), args.max_probes)
+                if not ps:
+                    continue
+                units = facts[i] if args.units == "facts" else pv.sentence_units(i, turns)
+                patient = _patient(kind, llm, cfg, turns, embedder, thresholds[keys], facts.get(i), keys)
+                res += await pv.run_probes(patient.answer, ps, units, turns, matcher)
+            asked_rows.append(pv.summarise_asked(name, res))
+            results[f"{name}/asked"] = [
+                {"id": r.probe.interview_id, "q": r.probe.question, "a": r.answer,
+                 "no_answer": r.no_answer, "clauses": r.clauses, "clauses_supported": r.clauses_supported}
+                for r in res
+            ]  # fmt: skip
+        out["asked_table"] = [r.to_dict() for r in asked_rows]
         out["asked"] = {
             k: rv.asked_by_agents(args.asked_from, embedder, thresholds[k], k, args.data_root)
             for k in keys_list
@@ -260,6 +280,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     out["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)
     text = pv.table(rows) + (f"\n\nPaired by interview (b − a):\n\n{compared}" if compared else "")
+    if asked_rows:
+        text += "\n\nThe agents' own questions (no gold):\n\n" + pv.asked_table(asked_rows)
     (args.out / "validation.md").write_text(text + "\n", encoding="utf-8")
     (args.out / "validation.json").write_text(
         json.dumps(out | {"answers": results}, indent=1), encoding="utf-8"
@@ -316,7 +338,10 @@ if __name__ == "__main__":
     ap.add_argument("--replay-threshold", type=float, default=None)
     ap.add_argument(
         "--asked-from", type=Path, nargs="*", default=[],
-        help="arm dirs of an interview run: how many of the questions the agent asked there are answered",
+        help="arm dirs of an interview run: the questions the agent asked there (after the opening), posed to "
+        "every --patients patient on the interviews of --limit that the dirs hold (--max-probes per "
+        "interview); prints each patient's answered share, answered with support, and invented clauses, and "
+        "the replay's answered share over all of the dirs' rows",
     )  # fmt: skip
     ap.add_argument(
         "--replay-keys", default=InterviewEvalConfig().replay_keys.value,

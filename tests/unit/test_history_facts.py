@@ -314,3 +314,33 @@ def test_meditod_units_rest_on_the_mapped_turn_and_crosscheck() -> None:
     )
     check = crosscheck(fs, units, FactMatcher(BagOfWordsEmbedder(), 0.3))
     assert check["annotated_units"] == 3 and check["stated_by_extracted"] == 2
+
+
+def test_agents_questions_posed_to_a_patient_without_gold(tmp_path: Any) -> None:
+    from medagent.history.evaluation.patient_validation import summarise_asked
+    from medagent.history.evaluation.replay_validation import asked_probes
+
+    arm = tmp_path / "amq"
+    arm.mkdir()
+    rows = [
+        {"interview_id": "T1", "simulator": [{"question": "What brings you in?"}, {"question": "Any fever?"},
+                                             {"question": "Where did you travel?"}]},
+        {"interview_id": "T9", "simulator": [{"question": "Hello?"}, {"question": "Any rash?"}]},
+    ]  # fmt: skip
+    (arm / "interviews.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ps = asked_probes([arm], ["T1"])
+    # The opening is every arm's and is left out; other interviews' questions are not posed.
+    assert [(p.interview_id, p.exchange, p.question, p.gold_turns) for p in ps] == [
+        ("T1", 1, "Any fever?", ()),
+        ("T1", 2, "Where did you travel?", ()),
+    ]
+    emb = CachedEmbedder(BagOfWordsEmbedder())
+    units = sentence_units("T1", IV.turns)
+    replay = ReplayPatient(IV.turns, emb, threshold=0.5)
+    res = asyncio.run(run_probes(replay.answer, ps, units, IV.turns, FactMatcher(emb, 0.7)))
+    row = summarise_asked("replay", res)
+    # The fever question is the transcript's; travel is in no exchange, so the replay says it does not know.
+    assert (row.questions, row.answered, row.answered_supported, row.invented) == (2, 0.5, 0.5, 0.0)
+    res = asyncio.run(run_probes(_invent, ps, units, IV.turns, FactMatcher(emb, 0.7)))
+    row = summarise_asked("inventor", res)
+    assert row.answered == 1.0 and row.answered_supported == 0.0 and row.invented == 1.0

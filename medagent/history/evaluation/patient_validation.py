@@ -200,6 +200,52 @@ def summarise(patient: str, wording: str, units: str, results: Sequence[ProbeRes
     )
 
 
+@dataclass(frozen=True)
+class AskedScores:
+    """How a patient answers questions that have no gold (an agent's own, ``replay_validation.asked_probes``):
+    the share it answers at all, the share it answers with every clause supported by the case (the patient's
+    words verbatim, or a unit of the case), and the share of answer clauses supported by nothing. Whether an
+    "I don't know" was right cannot be told here; a patient that answers more while inventing no more says
+    that the other's "I don't know" was, at least in part, a miss."""
+
+    patient: str
+    interviews: int
+    questions: int
+    answered: float
+    answered_supported: float
+    invented: float
+    clauses: int
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def summarise_asked(patient: str, results: Sequence[ProbeResult]) -> AskedScores:
+    n = len(results)
+    answered = [r for r in results if not r.no_answer]
+    n_clauses = sum(r.clauses for r in results)
+    return AskedScores(
+        patient=patient,
+        interviews=len({r.probe.interview_id for r in results}),
+        questions=n,
+        answered=len(answered) / n if n else float("nan"),
+        answered_supported=sum(r.clauses_supported == r.clauses for r in answered) / n if n else float("nan"),
+        invented=(n_clauses - sum(r.clauses_supported for r in results)) / n_clauses if n_clauses else 0.0,
+        clauses=n_clauses,
+    )
+
+
+def asked_table(rows: Sequence[AskedScores]) -> str:
+    head = "| patient | interviews | questions | answered | answered, supported | invented | clauses |"
+    out = [head, "|---|---|---|---|---|---|---|"]
+    out += [
+        f"| {r.patient} | {r.interviews} | {r.questions} | {r.answered:.3f} | {r.answered_supported:.3f} "
+        f"| {r.invented:.3f} | {r.clauses} |"
+        for r in rows
+    ]
+    return "\n".join(out)
+
+
 async def run_probes(
     answer: Callable[[str], Awaitable[str]],
     ps: Sequence[Probe],

@@ -99,6 +99,22 @@ def _by_interview(
     return out
 
 
+def asked_probes(dirs: Sequence[Path], ids: Sequence[str]) -> list[pv.Probe]:
+    """The questions an agent really asked (each arm dir's ``interviews.jsonl``) in the interviews ``ids``,
+    after the opening, as probes without gold (``wording="asked"``): what the patients are asked in the
+    experiment, where no real answer says what they should reply."""
+    out: list[pv.Probe] = []
+    wanted = set(ids)
+    for d in dirs:
+        for line in jsonl_lines((d / "interviews.jsonl").read_text(encoding="utf-8")):
+            r = json.loads(line)
+            if r["interview_id"] not in wanted:
+                continue
+            for k, x in enumerate((r.get("simulator") or [])[1:], start=1):
+                out.append(pv.Probe(r["interview_id"], k, x["question"], (), "asked"))
+    return out
+
+
 def asked_by_agents(
     dirs: list[Path], embedder: Any, thr: float, keys: str, data_root: str | None
 ) -> dict[str, dict[str, Any]]:
