@@ -226,7 +226,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         for kind, keys in runs:
             name = f"{kind}[{keys}]" if kind == "replay" and len(keys_list) > 1 else kind
             res: list[pv.ProbeResult] = []
-            for i, turns in seen.items():
+            for i, turns in _progress(seen, f"{name}, {wording} wording"):
                 # The same exchanges in every wording: sampled in own wording, then worded.
                 picked = {p.exchange for p in rv.sample(pv.probes(i, turns, "own"), args.max_probes)}
                 ps = pv.probes(i, turns, wording, pool=pool, embedder=embedder, reworded=eval_reworded)
@@ -252,7 +252,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         for kind, keys in runs:
             name = f"{kind}[{keys}]" if kind == "replay" and len(keys_list) > 1 else kind
             res = []
-            for i, turns in seen.items():
+            for i, turns in _progress(seen, f"{name}, agents' questions"):
                 ps = rv.sample(rv.asked_probes(args.asked_from, [i]), args.max_probes)
                 if not ps:
                     continue
@@ -294,6 +294,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             print(f"asked by {arm} ({keys} keys, threshold {thresholds[keys]}): {json.dumps(row)}")
     print(f"{out['seconds']} s")
     return out
+
+
+def _progress(seen: dict[str, Any], desc: str) -> Any:
+    """Interviews with a progress bar on stderr: a model patient takes minutes per interview on CPU."""
+    from tqdm import tqdm
+
+    return tqdm(seen.items(), desc=desc, unit="interview", file=sys.stderr)
 
 
 def _patient(
