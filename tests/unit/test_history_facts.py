@@ -344,3 +344,24 @@ def test_agents_questions_posed_to_a_patient_without_gold(tmp_path: Any) -> None
     res = asyncio.run(run_probes(_invent, ps, units, IV.turns, FactMatcher(emb, 0.7)))
     row = summarise_asked("inventor", res)
     assert row.answered == 1.0 and row.answered_supported == 0.0 and row.invented == 1.0
+
+
+def test_agents_questions_answered_share_keys_clashing_arm_names_by_run(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    from medagent.history.evaluation import replay_validation as rv
+
+    monkeypatch.setattr(rv, "load_transcripts", lambda kind, root, ids: ([IV], []))
+    dirs = []
+    for run in ("run_a", "run_b"):
+        arm = tmp_path / run / "arms" / "amq"
+        arm.mkdir(parents=True)
+        row = {"interview_id": "T1", "simulator": [{"question": "Hi?"}, {"question": "Do you smoke?"}]}
+        (arm / "interviews.jsonl").write_text(json.dumps(row) + "\n")
+        dirs.append(arm)
+    out = rv.asked_by_agents(dirs, CachedEmbedder(BagOfWordsEmbedder()), 0.5, "exchange", None)
+    assert set(out) == {"run_a/amq", "run_b/amq"}
+    assert out["run_a/amq"]["questions"] == 1 and out["run_a/amq"]["answered"] == 1.0
+    assert set(rv.asked_by_agents(dirs[:1], CachedEmbedder(BagOfWordsEmbedder()), 0.5, "exchange", None)) == {
+        "amq"
+    }

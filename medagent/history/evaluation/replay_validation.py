@@ -134,7 +134,9 @@ def asked_by_agents(
             patient = ReplayPatient(seen_turns(ivs[r["interview_id"]]), embedder, thr, keys=keys)
             # The opening question is every arm's; what differs is what the agent asked after it.
             scores += [patient.match(x["question"])[1] for x in (r.get("simulator") or [])[1:]]
-        out[d.name] = {
+        # Arm dirs of different runs share names (``amq``): key by run and arm when the names clash.
+        key = d.name if sum(x.name == d.name for x in dirs) == 1 else f"{d.parent.parent.name}/{d.name}"
+        out[key] = {
             "interviews": len(rows), "questions": len(scores),
             "answered": round(sum(s >= thr for s in scores) / max(1, len(scores)), 3),
             "median_score": round(float(sorted(scores)[len(scores) // 2]), 3) if scores else None,
