@@ -224,7 +224,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     runs = [(kind, k) for kind in patients for k in (keys_list if kind == "replay" else keys_list[:1])]
     for wording in wordings:
         for kind, keys in runs:
-            name = f"{kind}[{keys}]" if kind == "replay" and len(keys_list) > 1 else kind
+            name = _name(kind, keys, keys_list)
             res: list[pv.ProbeResult] = []
             for i, turns in _progress(seen, f"{name}, {wording} wording"):
                 # The same exchanges in every wording: sampled in own wording, then worded.
@@ -249,11 +249,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     if args.asked_from:
         # The agents' own questions, posed to every patient on the same interviews: sampled per interview as
         # the probes are, and scored against the same units.
+        asked: dict[str, list[pv.Probe]] = {}
+        for q in rv.asked_probes(args.asked_from, list(seen)):
+            asked.setdefault(q.interview_id, []).append(q)
         for kind, keys in runs:
-            name = f"{kind}[{keys}]" if kind == "replay" and len(keys_list) > 1 else kind
+            name = _name(kind, keys, keys_list)
             res = []
             for i, turns in _progress(seen, f"{name}, agents' questions"):
-                ps = rv.sample(rv.asked_probes(args.asked_from, [i]), args.max_probes)
+                ps = rv.sample(asked.get(i, []), args.max_probes)
                 if not ps:
                     continue
                 units = facts[i] if args.units == "facts" else pv.sentence_units(i, turns)
@@ -294,6 +297,11 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             print(f"asked by {arm} ({keys} keys, threshold {thresholds[keys]}): {json.dumps(row)}")
     print(f"{out['seconds']} s")
     return out
+
+
+def _name(kind: str, keys: str, keys_list: list[str]) -> str:
+    """A patient's row name: the replay patient is named by its keys when two are compared."""
+    return f"{kind}[{keys}]" if kind == "replay" and len(keys_list) > 1 else kind
 
 
 def _progress(seen: dict[str, Any], desc: str) -> Any:
